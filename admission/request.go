@@ -1,0 +1,85 @@
+package admission
+
+import (
+	"fmt"
+	"time"
+)
+
+// Priority is a request's criticality, after Google SRE's classes. Higher
+// values are more important; the zero value is Critical, the default for
+// serving traffic.
+type Priority int8
+
+const (
+	Sheddable     Priority = -2 // best effort: shed first
+	SheddablePlus Priority = -1 // batch work that can be retried later
+	Critical      Priority = 0  // default for user-facing requests
+	CriticalPlus  Priority = 1  // the most important requests: shed last
+)
+
+// numPriorities is the number of classes; classIndex maps a Priority to
+// 0 (CriticalPlus) .. 3 (Sheddable).
+const numPriorities = 4
+
+func (p Priority) classIndex() int { return int(CriticalPlus - p.clamp()) }
+
+func (p Priority) clamp() Priority {
+	if p > CriticalPlus {
+		return CriticalPlus
+	}
+	if p < Sheddable {
+		return Sheddable
+	}
+	return p
+}
+
+// String returns the header form: critical-plus, critical, sheddable-plus or
+// sheddable.
+func (p Priority) String() string {
+	switch p.clamp() {
+	case CriticalPlus:
+		return "critical-plus"
+	case SheddablePlus:
+		return "sheddable-plus"
+	case Sheddable:
+		return "sheddable"
+	}
+	return "critical"
+}
+
+// ParsePriority parses the header form of a priority (see String).
+func ParsePriority(s string) (Priority, error) {
+	switch s {
+	case "critical-plus":
+		return CriticalPlus, nil
+	case "critical":
+		return Critical, nil
+	case "sheddable-plus":
+		return SheddablePlus, nil
+	case "sheddable":
+		return Sheddable, nil
+	}
+	return Critical, fmt.Errorf("admission: unknown priority %q (want critical-plus, critical, sheddable-plus or sheddable)", s)
+}
+
+// Request describes work asking for admission. The zero value is a
+// Critical request of cost 1 with no tenant and no deadline.
+type Request struct {
+	// Priority is the request's class.
+	Priority Priority
+	// Tenant is the fairness key (a customer, API key or client address).
+	// Empty means the shared default tenant.
+	Tenant string
+	// Cost is how many slots the request occupies; 0 or less means 1.
+	Cost int
+	// Deadline is when the caller stops waiting for the answer; zero means
+	// none. A queued request that can no longer finish in time is shed.
+	Deadline time.Time
+}
+
+func (r *Request) cost() int64 {
+	if r.Cost <= 0 {
+		return 1
+	}
+	return int64(r.Cost)
+}

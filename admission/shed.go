@@ -1,0 +1,87 @@
+package admission
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Reason says why a request was not admitted. Its string form is the value
+// of the Sluice-Shed response header.
+type Reason uint8
+
+const (
+	ReasonNone         Reason = iota
+	ReasonQueueFull           // the wait queue was full
+	ReasonQueueTimeout        // waited longer than the queue timeout
+	ReasonSaturated           // the saturation signal was above its maximum
+	ReasonCoDel               // the queue's sojourn time stayed above target
+	ReasonDeadline            // the request could not finish before its deadline
+	ReasonPriority            // displaced by a higher-priority request
+	ReasonShutdown            // the controller is closed
+	ReasonLimit               // over the limit with queueing disabled
+	ReasonTenant              // the tenant is over its fair share while others wait (429)
+	numReasons
+)
+
+var reasonNames = [numReasons]string{
+	ReasonNone:         "none",
+	ReasonQueueFull:    "queue-full",
+	ReasonQueueTimeout: "queue-timeout",
+	ReasonSaturated:    "saturated",
+	ReasonCoDel:        "codel",
+	ReasonDeadline:     "deadline",
+	ReasonPriority:     "priority",
+	ReasonShutdown:     "shutdown",
+	ReasonLimit:        "limit",
+	ReasonTenant:       "tenant",
+}
+
+func (r Reason) String() string {
+	if r < numReasons {
+		return reasonNames[r]
+	}
+	return fmt.Sprintf("reason(%d)", uint8(r))
+}
+
+// Reasons lists every shed reason, for metrics that want a label per reason.
+func Reasons() []Reason {
+	rs := make([]Reason, 0, numReasons-1)
+	for r := ReasonQueueFull; r < numReasons; r++ {
+		rs = append(rs, r)
+	}
+	return rs
+}
+
+// ShedError is returned by Controller.Acquire when a request is shed. The
+// errors are preallocated, one per reason, so shedding does not allocate.
+type ShedError struct {
+	Reason Reason
+}
+
+func (e *ShedError) Error() string { return "admission: shed: " + e.Reason.String() }
+
+var shedErrors = func() [numReasons]*ShedError {
+	var es [numReasons]*ShedError
+	for r := range es {
+		es[r] = &ShedError{Reason: Reason(r)}
+	}
+	return es
+}()
+
+func shed(r Reason) error { return shedErrors[r] }
+
+// ShedReason returns the reason carried by err, and false when err is not a
+// shed error.
+func ShedReason(err error) (Reason, bool) {
+	var se *ShedError
+	if errors.As(err, &se) {
+		return se.Reason, true
+	}
+	return ReasonNone, false
+}
+
+// ErrClosed is wrapped by the shed error a closed controller returns:
+// errors.Is(err, ErrClosed) holds for it.
+var ErrClosed = errors.New("admission: controller closed")
+
+func (e *ShedError) Is(target error) bool { return target == ErrClosed && e.Reason == ReasonShutdown }
