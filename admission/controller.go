@@ -1,0 +1,485 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluicehq/sluice/limit"
+)
+
+// The admission state is one atomic word, so that the fast path admits with
+// a single compare-and-swap that checks the limit in force at that instant:
+// a burst of goroutines can never overshoot it (the anchors' check-then-act
+// admission does).
+//
+//	bits  0..29  in flight (slots in use)
+//	bits 30..59  limit
+//	bit  62      slow: someone is waiting or the controller is closed; every
+//	             acquire and release then takes the mutex, so a newcomer never
+//	             overtakes a waiter and a freed slot is handed to the queue.
+const (
+	fieldBits = 30
+	fieldMask = 1<<fieldBits - 1
+	slowBit   = 1 << 62
+
+	// MaxLimit is the largest limit a Controller can enforce.
+	MaxLimit = fieldMask
+)
+
+func inflightOf(s uint64) int64 { return int64(s & fieldMask) }
+func limitOf(s uint64) int64    { return int64(s >> fieldBits & fieldMask) }
+
+// fits reports whether cost more slots may be taken in state s. A request
+// dearer than the whole limit is admitted only when nothing else runs, so it
+// is slow but never starved.
+func fits(s uint64, cost int64) bool {
+	in, lim := inflightOf(s), limitOf(s)
+	return in+cost <= lim || (in == 0 && cost > lim)
+}
+
+// Options configure a Controller. The zero value is usable: a fixed limit
+// of 100, a FIFO queue of 100 with a 5 s timeout, no saturation signal.
+type Options struct {
+	// Limit computes the concurrency limit. nil means a fixed limit of 100.
+	// The Controller calls its Observe for every Permit.Done and its Tick
+	// once every SampleWindow.
+	Limit limit.Algorithm
+
+	// QueueSize bounds the number of waiting requests. Zero means 100;
+	// negative means no queue: a request over the limit is shed at once
+	// with ReasonLimit.
+	QueueSize int
+
+	// QueueTimeout bounds how long a request waits for a slot before it is
+	// shed with ReasonQueueTimeout. Zero means 5 s; negative means no
+	// timeout (the caller's context still applies).
+	QueueTimeout time.Duration
+
+	// Signal is the process's saturation signal; nil means none. While it
+	// is above MaxSaturation, requests that would have to wait are shed at
+	// once with ReasonSaturated instead of queueing: queueing behind a
+	// saturated process only adds latency.
+	Signal limit.Signal
+
+	// MaxSaturation is the saturation above which waiting is refused.
+	// Zero means 0.95, the seed's eluMax.
+	MaxSaturation float64
+
+	// SampleWindow is the period of the limit algorithm's Tick and of the
+	// per-window log records. Zero means 1 s; negative disables the
+	// background loop (Tick is then never called).
+	SampleWindow time.Duration
+
+	// SmoothingFactor is the weight of a new sample in the smoothed
+	// latency (an EWMA). Zero means 0.2.
+	SmoothingFactor float64
+
+	// Logger receives limit changes and per-window shed counts. nil means
+	// no logging.
+	Logger *slog.Logger
+
+	// queue, when set, replaces the FIFO discipline (tests and policies).
+	queue queue
+}
+
+// Controller admits requests under a concurrency limit, queues the excess
+// in a bounded queue with direct hand-off, and sheds what cannot be served.
+//
+// Acquire and Permit.Release are safe for concurrent use. While fewer than
+// limit slots are in use and nobody waits, they take no lock and allocate
+// nothing. Create one with New and stop it with Close: it owns one
+// goroutine (the sample-window loop). A process may run several.
+type Controller struct {
+	state atomic.Uint64
+
+	alg           limit.Algorithm
+	signal        limit.Signal
+	maxSaturation float64
+	queueTimeout  time.Duration
+	smoothing     float64
+	window        time.Duration
+	log           *slog.Logger
+
+	// Counters, on their own cache lines: the fast path touches admitted.
+	_         [64]byte
+	admitted  atomic.Uint64
+	_         [56]byte
+	latency   atomic.Uint64 // float64 bits of the EWMA, in nanoseconds
+	peak      atomic.Int64  // highest in-flight seen by Done this window
+	afterWait atomic.Uint64
+	cancelled atomic.Uint64
+	shedCount [numReasons]atomic.Uint64
+
+	// Lock order: mu, then nothing. The limit algorithm is never called
+	// with mu held.
+	mu     sync.Mutex
+	q      queue
+	closed bool
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+// New returns a Controller and starts its sample-window loop. Call Close
+// when done with it.
+func New(o Options) (*Controller, error) {
+	if o.QueueSize == 0 {
+		o.QueueSize = 100
+	}
+	if o.QueueTimeout == 0 {
+		o.QueueTimeout = 5 * time.Second
+	}
+	if o.MaxSaturation == 0 {
+		o.MaxSaturation = 0.95
+	}
+	if o.SampleWindow == 0 {
+		o.SampleWindow = time.Second
+	}
+	if o.SmoothingFactor == 0 {
+		o.SmoothingFactor = 0.2
+	}
+	if o.Limit == nil {
+		o.Limit = fixedLimit(100)
+	}
+	switch {
+	case o.MaxSaturation < 0 || o.MaxSaturation > 1 || math.IsNaN(o.MaxSaturation):
+		return nil, errors.New("admission: MaxSaturation must be in (0, 1]")
+	case o.SmoothingFactor < 0 || o.SmoothingFactor > 1 || math.IsNaN(o.SmoothingFactor):
+		return nil, errors.New("admission: SmoothingFactor must be in (0, 1]")
+	}
+	c := &Controller{
+		alg:           o.Limit,
+		signal:        o.Signal,
+		maxSaturation: o.MaxSaturation,
+		queueTimeout:  o.QueueTimeout,
+		smoothing:     o.SmoothingFactor,
+		window:        o.SampleWindow,
+		log:           o.Logger,
+		q:             o.queue,
+		stop:          make(chan struct{}),
+	}
+	if c.q == nil {
+		size := o.QueueSize
+		if size < 0 {
+			size = 0
+		}
+		c.q = &fifo{max: size}
+	}
+	if o.QueueSize < 0 {
+		c.q = nil
+	}
+	c.state.Store(uint64(clampLimit(c.alg.Limit())) << fieldBits)
+	if c.window > 0 {
+		c.wg.Add(1)
+		go c.loop()
+	}
+	return c, nil
+}
+
+// fixedLimit is the default algorithm: a constant.
+type fixedLimit int
+
+func (f fixedLimit) Limit() int                { return int(f) }
+func (f fixedLimit) Observe(limit.Sample) int { return int(f) }
+func (f fixedLimit) Tick(limit.Window) int    { return int(f) }
+
+func clampLimit(n int) int64 {
+	if n < 1 {
+		return 1
+	}
+	if n > MaxLimit {
+		return MaxLimit
+	}
+	return int64(n)
+}
+
+// Permit is a granted slot. Give it back exactly once, with Release or
+// Done; the zero Permit's methods do nothing.
+type Permit struct {
+	c    *Controller
+	cost int64
+}
+
+// Release gives the slot back without a latency sample.
+func (p Permit) Release() {
+	if p.c != nil {
+		p.c.release(p.cost)
+	}
+}
+
+// Done gives the slot back and feeds the limit algorithm a sample: s.Now
+// and s.RTT (the time the slot was held) are the caller's, s.Dropped says
+// the work failed for overload; Inflight is filled in here.
+func (p Permit) Done(s limit.Sample) {
+	c := p.c
+	if c == nil {
+		return
+	}
+	s.Inflight = int(inflightOf(c.state.Load()))
+	c.release(p.cost)
+	for {
+		peak := c.peak.Load()
+		if int64(s.Inflight) <= peak || c.peak.CompareAndSwap(peak, int64(s.Inflight)) {
+			break
+		}
+	}
+	for {
+		old := c.latency.Load()
+		prev := math.Float64frombits(old)
+		next := float64(s.RTT)
+		if prev != 0 {
+			next = prev + c.smoothing*(float64(s.RTT)-prev)
+		}
+		if c.latency.CompareAndSwap(old, math.Float64bits(next)) {
+			break
+		}
+	}
+	c.adopt(c.alg.Observe(s))
+}
+
+// Acquire asks for a slot for req. It returns at once when one is free and
+// nobody waits; otherwise it queues req and blocks until a slot is handed
+// to it, the queue timeout or req's deadline passes, ctx is done, or the
+// controller closes.
+//
+// On success the caller must give the Permit back. On failure it returns
+// either a *ShedError (use ShedReason) and counts it, or ctx.Err() when the
+// caller gave up while queued: such a request is dropped silently, and a
+// slot granted to it at the same instant is handed on, not leaked.
+func (c *Controller) Acquire(ctx context.Context, req Request) (Permit, error) {
+	cost := req.cost()
+	for {
+		s := c.state.Load()
+		if s&slowBit != 0 || !fits(s, cost) {
+			break
+		}
+		if c.state.CompareAndSwap(s, s+uint64(cost)) {
+			c.admitted.Add(1)
+			return Permit{c, cost}, nil
+		}
+	}
+	return c.acquireSlow(ctx, req, cost)
+}
+
+func (c *Controller) acquireSlow(ctx context.Context, req Request, cost int64) (Permit, error) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return Permit{}, c.shed(ReasonShutdown)
+	}
+	if c.q == nil || c.q.len() == 0 {
+		if c.tryAdmitLocked(cost) {
+			c.mu.Unlock()
+			c.admitted.Add(1)
+			return Permit{c, cost}, nil
+		}
+	}
+	if c.q == nil {
+		c.mu.Unlock()
+		return Permit{}, c.shed(ReasonLimit)
+	}
+	if c.saturated() {
+		c.mu.Unlock()
+		return Permit{}, c.shed(ReasonSaturated)
+	}
+	if err := ctx.Err(); err != nil {
+		c.mu.Unlock()
+		return Permit{}, err
+	}
+	w := &waiter{req: req, cost: cost, enqueued: time.Now(), ready: make(chan struct{})}
+	displaced, refused := c.q.push(w)
+	if refused != ReasonNone {
+		c.mu.Unlock()
+		return Permit{}, c.shed(refused)
+	}
+	if displaced != nil {
+		c.finishLocked(displaced, c.shed(ReasonPriority))
+	}
+	c.setSlowLocked()
+	// A release may have landed between the failed admission above and the
+	// slow bit: offer the freed slot now, or nobody would.
+	c.dispatchLocked()
+	c.mu.Unlock()
+
+	var timeout <-chan time.Time
+	if c.queueTimeout > 0 {
+		t := time.NewTimer(c.queueTimeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case <-w.ready:
+		return c.outcome(w)
+	case <-ctx.Done():
+		c.mu.Lock()
+		if w.done {
+			// Granted (or shed) in the same instant: honour a shed, but a
+			// grant nobody will use is handed on.
+			c.mu.Unlock()
+			if w.err == nil {
+				c.release(w.cost)
+			}
+			return Permit{}, ctx.Err()
+		}
+		c.finishLocked(w, ctx.Err())
+		c.mu.Unlock()
+		c.cancelled.Add(1)
+		return Permit{}, ctx.Err()
+	case <-timeout:
+		c.mu.Lock()
+		if !w.done {
+			c.finishLocked(w, c.shed(ReasonQueueTimeout))
+		}
+		c.mu.Unlock()
+		return c.outcome(w)
+	}
+}
+
+// outcome turns a decided waiter into Acquire's result.
+func (c *Controller) outcome(w *waiter) (Permit, error) {
+	if w.err != nil {
+		return Permit{}, w.err
+	}
+	c.admitted.Add(1)
+	c.afterWait.Add(1)
+	return Permit{c, w.cost}, nil
+}
+
+// tryAdmitLocked takes cost slots if they fit. REQUIRES c.mu held.
+func (c *Controller) tryAdmitLocked(cost int64) bool {
+	for {
+		s := c.state.Load()
+		if !fits(s, cost) {
+			return false
+		}
+		if c.state.CompareAndSwap(s, s+uint64(cost)) {
+			return true
+		}
+	}
+}
+
+// finishLocked decides w's fate: err nil grants it (its slots are already
+// counted), anything else refuses it. w leaves the queue here, exactly once.
+// REQUIRES c.mu held.
+func (c *Controller) finishLocked(w *waiter, err error) {
+	c.q.remove(w)
+	w.err = err
+	w.done = true
+	close(w.ready)
+	if c.q.len() == 0 && !c.closed {
+		c.state.And(^uint64(slowBit))
+	}
+}
+
+func (c *Controller) setSlowLocked() { c.state.Or(slowBit) }
+
+// dispatchLocked hands free slots to waiters in the queue's order until the
+// next one does not fit. REQUIRES c.mu held.
+func (c *Controller) dispatchLocked() {
+	for c.q != nil {
+		w := c.q.front()
+		if w == nil || !c.tryAdmitLocked(w.cost) {
+			return
+		}
+		c.finishLocked(w, nil)
+	}
+}
+
+// release gives cost slots back: lock-free while nobody waits, otherwise
+// the slots go straight to the queue's next waiter.
+func (c *Controller) release(cost int64) {
+	for {
+		s := c.state.Load()
+		if s&slowBit != 0 {
+			break
+		}
+		if c.state.CompareAndSwap(s, s-uint64(cost)) {
+			return
+		}
+	}
+	c.mu.Lock()
+	c.state.Add(^uint64(cost - 1)) // subtract cost
+	c.dispatchLocked()
+	c.mu.Unlock()
+}
+
+// SetLimit replaces the limit, bypassing the algorithm until its next
+// decision. A smaller limit admits nobody until in flight falls below it; a
+// larger one admits waiters at once.
+func (c *Controller) SetLimit(n int) { c.adopt(n) }
+
+// adopt installs n as the limit when it differs from the current one.
+func (c *Controller) adopt(n int) {
+	lim := clampLimit(n)
+	if limitOf(c.state.Load()) == lim {
+		return
+	}
+	c.mu.Lock()
+	for {
+		s := c.state.Load()
+		next := s&^(fieldMask<<fieldBits) | uint64(lim)<<fieldBits
+		if c.state.CompareAndSwap(s, next) {
+			break
+		}
+	}
+	c.dispatchLocked()
+	c.mu.Unlock()
+}
+
+func (c *Controller) saturated() bool {
+	return c.signal != nil && c.signal.Saturation() > c.maxSaturation
+}
+
+func (c *Controller) shed(r Reason) error {
+	c.shedCount[r].Add(1)
+	return shed(r)
+}
+
+// Close sheds every waiter with ReasonShutdown, refuses new requests with
+// it from now on, and stops the sample-window loop. Permits already granted
+// stay valid. Close is idempotent.
+func (c *Controller) Close() {
+	c.mu.Lock()
+	if !c.closed {
+		c.closed = true
+		c.setSlowLocked()
+		for c.q != nil && c.q.len() > 0 {
+			c.finishLocked(c.q.front(), c.shed(ReasonShutdown))
+		}
+		close(c.stop)
+	}
+	c.mu.Unlock()
+	c.wg.Wait()
+}
+
+// Stats returns a snapshot of the controller's state and counters.
+func (c *Controller) Stats() Stats {
+	s := c.state.Load()
+	st := Stats{
+		Limit:             int(limitOf(s)),
+		Inflight:          int(inflightOf(s)),
+		Saturation:        -1,
+		Latency:           time.Duration(math.Float64frombits(c.latency.Load())),
+		Admitted:          c.admitted.Load(),
+		AdmittedAfterWait: c.afterWait.Load(),
+		Cancelled:         c.cancelled.Load(),
+		Shed:              make(map[string]uint64, numReasons),
+	}
+	if c.signal != nil {
+		st.Saturation = c.signal.Saturation()
+	}
+	c.mu.Lock()
+	if c.q != nil {
+		st.Queued = c.q.len()
+	}
+	c.mu.Unlock()
+	for r := ReasonQueueFull; r < numReasons; r++ {
+		st.Shed[r.String()] = c.shedCount[r].Load()
+	}
+	return st
+}

@@ -1,0 +1,127 @@
+package admission
+
+import (
+	"context"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/sluicehq/sluice/limit"
+)
+
+// Middleware wraps http.Handlers with admission control. Only Controller is
+// required; the zero value of every other field has a default. A
+// Middleware must not be changed after its first Wrap.
+type Middleware struct {
+	Controller *Controller
+
+	// Classify maps a request to its admission Request (priority, tenant,
+	// cost, deadline). nil treats every request alike: Critical, cost 1.
+	// When set, the Request is also stored in the request's context (see
+	// FromContext) so handlers can propagate it.
+	Classify func(*http.Request) Request
+
+	// Rejected writes the response for a shed request. nil means
+	// WriteShed with the Controller's RetryAfter.
+	Rejected func(w http.ResponseWriter, r *http.Request, reason Reason)
+}
+
+// Wrap returns next behind admission control. The slot is held until
+// next.ServeHTTP returns — the response is complete, streamed bodies
+// included — and is given back on panic too (the panic continues). A
+// request whose client hung up while it waited never reaches next, and
+// gets no response.
+func (m *Middleware) Wrap(next http.Handler) http.Handler {
+	c := m.Controller
+	if c == nil {
+		panic("admission: Middleware.Controller is nil")
+	}
+	rejected := m.Rejected
+	if rejected == nil {
+		rejected = func(w http.ResponseWriter, r *http.Request, reason Reason) {
+			WriteShed(w, reason, c.RetryAfter(reason))
+		}
+	}
+	classify := m.Classify
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req Request
+		if classify != nil {
+			req = classify(r)
+			r = r.WithContext(context.WithValue(r.Context(), requestKey{}, req))
+		}
+		p, err := c.Acquire(r.Context(), req)
+		if err != nil {
+			if reason, ok := ShedReason(err); ok {
+				rejected(w, r, reason)
+			}
+			return
+		}
+		start := time.Now()
+		completed := false
+		defer func() {
+			if !completed {
+				p.Release()
+				return
+			}
+			now := time.Now()
+			p.Done(limit.Sample{Now: now, RTT: now.Sub(start)})
+		}()
+		next.ServeHTTP(w, r)
+		completed = true
+	})
+}
+
+// Wrap is shorthand for (&Middleware{Controller: c}).Wrap(next).
+func (c *Controller) Wrap(next http.Handler) http.Handler {
+	return (&Middleware{Controller: c}).Wrap(next)
+}
+
+type requestKey struct{}
+
+// FromContext returns the admission Request a Middleware with a Classify
+// func stored in ctx, so that a handler can forward its priority, tenant
+// and deadline downstream.
+func FromContext(ctx context.Context) (Request, bool) {
+	r, ok := ctx.Value(requestKey{}).(Request)
+	return r, ok
+}
+
+// RetryAfter suggests how long a shed client should wait before trying
+// again: the time the current queue needs to drain at the smoothed latency,
+// in whole seconds, at least 1 and at most 60.
+func (c *Controller) RetryAfter(Reason) time.Duration {
+	st := c.state.Load()
+	lat := math.Float64frombits(c.latency.Load())
+	c.mu.Lock()
+	queued := 0
+	if c.q != nil {
+		queued = c.q.len()
+	}
+	c.mu.Unlock()
+	d := time.Duration(lat * float64(queued+1) / float64(max(limitOf(st), 1)))
+	secs := math.Ceil(d.Seconds())
+	return time.Duration(min(max(secs, 1), 60)) * time.Second
+}
+
+// WriteShed writes sluice's shed response: 503 (429 for ReasonTenant, a
+// tenant over its fair share while others are served), Retry-After in whole
+// seconds (at least 1), a Sluice-Shed header naming the reason, and a short
+// text body.
+func WriteShed(w http.ResponseWriter, reason Reason, retryAfter time.Duration) {
+	code, body := http.StatusServiceUnavailable, "Service Busy\n"
+	if reason == ReasonTenant {
+		code, body = http.StatusTooManyRequests, "Too Many Requests\n"
+	}
+	secs := int64(math.Ceil(retryAfter.Seconds()))
+	if secs < 1 {
+		secs = 1
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Retry-After", strconv.FormatInt(secs, 10))
+	h.Set("Sluice-Shed", reason.String())
+	w.WriteHeader(code)
+	_, _ = w.Write([]byte(body))
+}
