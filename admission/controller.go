@@ -184,7 +184,7 @@ func New(o Options) (*Controller, error) {
 // fixedLimit is the default algorithm: a constant.
 type fixedLimit int
 
-func (f fixedLimit) Limit() int                { return int(f) }
+func (f fixedLimit) Limit() int               { return int(f) }
 func (f fixedLimit) Observe(limit.Sample) int { return int(f) }
 func (f fixedLimit) Tick(limit.Window) int    { return int(f) }
 

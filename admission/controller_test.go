@@ -31,7 +31,7 @@ func newController(t *testing.T, lim int, o admission.Options) *admission.Contro
 // fixed is a constant limit.Algorithm.
 type fixed int
 
-func (f fixed) Limit() int                { return int(f) }
+func (f fixed) Limit() int               { return int(f) }
 func (f fixed) Observe(limit.Sample) int { return int(f) }
 func (f fixed) Tick(limit.Window) int    { return int(f) }
 
