@@ -1,0 +1,462 @@
+// Package config is the schema of sluice.yaml: the Go structs the file
+// decodes into, their defaults, and the checks that reject a bad file before
+// anything starts.
+//
+// The package only parses, applies defaults and validates. It imports nothing
+// of sluice's; the serve command maps these structs onto the options of the
+// packages that do the work (admission, server, proxy, supervisor).
+//
+// # The file
+//
+// Keys are camelCase and reuse the names of the seed's server options
+// (server.keepAliveTimeout, server.backpressure.queueSize, ...). A key left
+// out keeps its default; a key set to null (written with no value) does too.
+// Durations are Go duration strings ("65s", "1m5s", "250ms") or a bare
+// number of milliseconds (65000), as in the seed. Sizes are a whole number of
+// bytes or a string with a unit ("64KiB", "10MiB", "1.5MB"; KB, MB and GB are
+// powers of 1000, KiB, MiB and GiB powers of 1024).
+//
+// Every problem is reported, not only the first, each naming the file, the
+// line and the key's dotted path:
+//
+//	sluice.yaml:12: server.backpressure.minLimit: 50 is greater than maxLimit (10)
+//
+// Parsing never panics, whatever the input (a fuzz target checks it).
+//
+// # The structs
+//
+// Config and everything in it are plain values: not safe for concurrent
+// mutation, safe to share once nobody writes them. Default returns the
+// built-in configuration; a file overrides only what it sets. Optional
+// sections (Workers, Upstreams, a route's Fallback) are nil when absent.
+package config
+
+import (
+	"net/netip"
+	"time"
+)
+
+// Config is the whole of sluice.yaml. The zero value is not a usable
+// configuration: start from Default (or Parse, which does).
+type Config struct {
+	// Server is the front listener: timeouts, limits, health, drain.
+	Server Server `yaml:"server"`
+	// Admin is the admin listener: metrics, stats, dashboard, pprof.
+	Admin Admin `yaml:"admin"`
+	// Workers are the processes sluice starts and supervises; nil when the
+	// file has no workers section. Exclusive with Upstreams.
+	Workers *Workers `yaml:"workers"`
+	// Upstreams are servers sluice forwards to but does not start; nil when
+	// the file has no upstreams section. Exclusive with Workers.
+	Upstreams *Upstreams `yaml:"upstreams"`
+	// Proxy is how requests are relayed to workers or upstreams.
+	Proxy Proxy `yaml:"proxy"`
+	// Overload tunes the admission queue's discipline under overload.
+	Overload Overload `yaml:"overload"`
+	// Tenants says how requests are grouped for fair sharing.
+	Tenants Tenants `yaml:"tenants"`
+	// Routes classify requests; the first whose Match matches wins. A
+	// request no route matches is critical, of cost 1, with proxy.timeout.
+	Routes []Route `yaml:"routes"`
+}
+
+// Server configures the main listener.
+type Server struct {
+	// Listen is the address to listen on, host:port (":3000" = every
+	// interface).
+	Listen string `yaml:"listen"`
+	// TLS enables HTTPS (with HTTP/2 by ALPN) when both files are set.
+	TLS TLS `yaml:"tls"`
+	// H2C serves HTTP/2 without TLS (prior knowledge or Upgrade: h2c) beside
+	// HTTP/1.1. Only without TLS.
+	H2C bool `yaml:"h2c"`
+	// KeepAliveTimeout is how long an idle keep-alive connection waits for
+	// its next request (http.Server.IdleTimeout). 0 = no limit.
+	KeepAliveTimeout time.Duration `yaml:"keepAliveTimeout"`
+	// HeadersTimeout is how long reading a request's headers may take
+	// (http.Server.ReadHeaderTimeout). 0 = no limit.
+	HeadersTimeout time.Duration `yaml:"headersTimeout"`
+	// RequestTimeout is how long reading the whole request, headers and body,
+	// may take (http.Server.ReadTimeout). 0 = no limit.
+	RequestTimeout time.Duration `yaml:"requestTimeout"`
+	// ShutdownTimeout is the whole drain budget from the signal to exit;
+	// what is still running then is cut. Must be > 0.
+	ShutdownTimeout time.Duration `yaml:"shutdownTimeout"`
+	// DrainDelay is how long readiness reports 503 before the listener stops
+	// accepting, so load balancers notice. Shorter than ShutdownTimeout.
+	DrainDelay time.Duration `yaml:"drainDelay"`
+	// MaxConcurrentRequests is the hard ceiling of the concurrency limit,
+	// whatever the adaptive algorithm says. 0 = no ceiling beyond
+	// Backpressure.MaxLimit (and, with backpressure disabled, no limit).
+	MaxConcurrentRequests int `yaml:"maxConcurrentRequests"`
+	// MaxHeaderBytes bounds the request line and headers; above it the
+	// request gets 431 (http.Server.MaxHeaderBytes). 0 = net/http's default,
+	// 1 MiB.
+	MaxHeaderBytes int64 `yaml:"maxHeaderBytes"`
+	// MaxConnections bounds the open client connections; more wait in the
+	// kernel's accept queue. 0 = unlimited.
+	MaxConnections int `yaml:"maxConnections"`
+	// HealthPath answers liveness: 200 while the process can serve at all.
+	HealthPath string `yaml:"healthPath"`
+	// ReadyPath answers readiness: 200 only while accepting work.
+	ReadyPath string `yaml:"readyPath"`
+	// TrustedPeers are the client networks whose Sluice-Priority,
+	// Sluice-Tenant, Sluice-Timeout and X-Forwarded-For headers are
+	// believed. In the file: CIDRs or bare IPs (a bare IP is a /32 or /128).
+	// Empty = nobody.
+	TrustedPeers []netip.Prefix `yaml:"trustedPeers"`
+	// AccessLog logs one line per request.
+	AccessLog bool `yaml:"accessLog"`
+	// Backpressure is the adaptive concurrency limit and its queue.
+	Backpressure Backpressure `yaml:"backpressure"`
+}
+
+// TLS names the certificate and key, PEM files. Both or neither.
+type TLS struct {
+	CertFile string `yaml:"certFile"`
+	KeyFile  string `yaml:"keyFile"`
+}
+
+// Enabled reports whether TLS is configured (both files set).
+func (t TLS) Enabled() bool { return t.CertFile != "" && t.KeyFile != "" }
+
+// Algorithm names for Backpressure.Algorithm.
+const (
+	AlgorithmAIMD     = "aimd"     // the seed's rule on the saturation signal
+	AlgorithmGradient = "gradient" // latency gradient
+	AlgorithmFixed    = "fixed"    // the limit stays at InitialLimit
+)
+
+// Backpressure configures the adaptive concurrency limit and its wait queue.
+type Backpressure struct {
+	// Enabled turns the adaptive limit and the queue on. When off, only
+	// Server.MaxConcurrentRequests (if > 0) limits, and excess is shed at
+	// once.
+	Enabled bool `yaml:"enabled"`
+	// Algorithm is AlgorithmAIMD, AlgorithmGradient or AlgorithmFixed.
+	Algorithm string `yaml:"algorithm"`
+	// InitialLimit is the limit at start; 0 = MaxLimit (start wide open,
+	// as the seed does). Otherwise within [MinLimit, MaxLimit].
+	InitialLimit int `yaml:"initialLimit"`
+	// MinLimit is the floor the limit never goes below; >= 1.
+	MinLimit int `yaml:"minLimit"`
+	// MaxLimit is the most the algorithm may allow; >= MinLimit.
+	MaxLimit int `yaml:"maxLimit"`
+	// SaturationMax is the saturation in (0, 1] at or above which the limit
+	// shrinks and new requests are shed instead of queued. The seed's
+	// "eluMax" is accepted in the file as an alias.
+	SaturationMax float64 `yaml:"saturationMax" alias:"eluMax"`
+	// SampleWindow is how often the limit is recomputed; > 0.
+	SampleWindow time.Duration `yaml:"sampleWindow"`
+	// SmoothingFactor is the EWMA weight in (0, 1] of each latency sample.
+	SmoothingFactor float64 `yaml:"smoothingFactor"`
+	// QueueSize bounds the requests waiting for a slot; 0 = no queue (shed
+	// at once when the limit is reached).
+	QueueSize int `yaml:"queueSize"`
+	// QueueTimeout is the longest a request waits in the queue before 503;
+	// 0 = no limit beyond the request's own deadline and CoDel.
+	QueueTimeout time.Duration `yaml:"queueTimeout"`
+}
+
+// StartLimit returns the limit to start with: InitialLimit, or MaxLimit
+// when InitialLimit is 0.
+func (b Backpressure) StartLimit() int {
+	if b.InitialLimit == 0 {
+		return b.MaxLimit
+	}
+	return b.InitialLimit
+}
+
+// AdminOff is the value of Admin.Listen that disables the admin listener.
+const AdminOff = "off"
+
+// Admin configures the admin listener (/metrics, /stats, the dashboard,
+// /debug/pprof/).
+type Admin struct {
+	// Listen is host:port, or AdminOff. The default is loopback only; any
+	// other address is used only when written in the file.
+	Listen string `yaml:"listen"`
+	// PProf serves /debug/pprof/ on the admin listener.
+	PProf bool `yaml:"pprof"`
+}
+
+// Enabled reports whether the admin listener runs.
+func (a Admin) Enabled() bool { return a.Listen != AdminOff }
+
+// Worker address modes for Workers.Address.
+const (
+	AddressPort = "port" // env PORT, listening on 127.0.0.1
+	AddressUnix = "unix" // env SLUICE_SOCKET, a Unix socket path
+)
+
+// Workers configures the processes sluice starts, supervises and forwards to.
+type Workers struct {
+	// Command is the program and its arguments. In the file: a list, or a
+	// string split on white space (no shell quoting).
+	Command []string `yaml:"command" form:"fields"`
+	// Count is how many processes run; CountAuto (the file's "auto") = one
+	// per CPU. In the file only a positive integer or "auto" is accepted.
+	Count Count `yaml:"count"`
+	// Concurrency is how many requests one process is given at once; 1 for
+	// single-threaded renderers.
+	Concurrency int `yaml:"concurrency"`
+	// Env holds extra environment variables, added to sluice's own.
+	Env map[string]string `yaml:"env"`
+	// Dir is the working directory; "" = sluice's.
+	Dir string `yaml:"dir"`
+	// Address is how a worker is reached: AddressPort or AddressUnix.
+	Address string `yaml:"address"`
+	// ReadyPath is an HTTP GET path a ready worker answers with 2xx; "" =
+	// ready as soon as a connection succeeds.
+	ReadyPath string `yaml:"readyPath"`
+	// StartTimeout is how long a process may take to become ready.
+	StartTimeout time.Duration `yaml:"startTimeout"`
+	// WarmupRequests is how many GETs of WarmupPath a new process is sent
+	// before it takes traffic; 0 = none.
+	WarmupRequests int `yaml:"warmupRequests"`
+	// WarmupPath is the path warm-up requests ask for; required when
+	// WarmupRequests > 0.
+	WarmupPath string `yaml:"warmupPath"`
+	// RestartBackoff spaces the restarts of a process that exits.
+	RestartBackoff Backoff `yaml:"restartBackoff"`
+	// CrashLoop stops sluice when workers keep dying.
+	CrashLoop CrashLoop `yaml:"crashLoop"`
+	// StopTimeout is how long a process has to exit after SIGTERM before
+	// SIGKILL.
+	StopTimeout time.Duration `yaml:"stopTimeout"`
+}
+
+// Count is a number of worker processes. CountAuto means one per CPU.
+type Count int
+
+// CountAuto is the Count written "auto": one process per CPU.
+const CountAuto Count = 0
+
+// Resolve returns the number of processes to run given the number of
+// usable CPUs (runtime.GOMAXPROCS(0) respects container CPU limits).
+func (c Count) Resolve(cpus int) int {
+	if c == CountAuto {
+		return max(cpus, 1)
+	}
+	return int(c)
+}
+
+// Backoff is an exponential back-off between Initial and Max.
+type Backoff struct {
+	Initial time.Duration `yaml:"initial"`
+	Max     time.Duration `yaml:"max"`
+}
+
+// CrashLoop is the guard against workers that keep dying: more than Exits
+// exits within Window stops every worker and sluice exits 1.
+type CrashLoop struct {
+	// Exits is the number of exits tolerated within Window; 0 = 5 per
+	// process (see Limit).
+	Exits int `yaml:"exits"`
+	// Window is the sliding window exits are counted in.
+	Window time.Duration `yaml:"window"`
+}
+
+// Limit returns the exits tolerated within the window for the given number
+// of processes.
+func (c CrashLoop) Limit(processes int) int {
+	if c.Exits == 0 {
+		return 5 * max(processes, 1)
+	}
+	return c.Exits
+}
+
+// Upstreams configures servers sluice forwards to but does not start.
+type Upstreams struct {
+	// Servers are the upstreams; at least one.
+	Servers []Upstream `yaml:"servers"`
+	// HealthCheck is how an upstream is found up or down.
+	HealthCheck HealthCheck `yaml:"healthCheck"`
+}
+
+// Upstream is one server. In the file it is a mapping, or just its address.
+type Upstream struct {
+	// Address is host:port, or "unix:" followed by a socket path.
+	Address string `yaml:"address"`
+	// Concurrency is how many requests it is given at once; >= 1.
+	Concurrency int `yaml:"concurrency"`
+}
+
+// HealthCheck probes upstreams every Interval. An upstream is marked down
+// after Fails failed probes in a row and up again after Passes good ones.
+type HealthCheck struct {
+	// Path is the HTTP GET path that must answer 2xx; "" = a TCP connect.
+	Path     string        `yaml:"path"`
+	Interval time.Duration `yaml:"interval"`
+	Timeout  time.Duration `yaml:"timeout"`
+	Fails    int           `yaml:"fails"`
+	Passes   int           `yaml:"passes"`
+}
+
+// Proxy configures the relay between clients and workers or upstreams.
+type Proxy struct {
+	// PingPath is answered 200 by sluice itself, never queued; "" = off.
+	PingPath string `yaml:"pingPath"`
+	// Timeout is how long a worker has to answer once the request is
+	// dispatched; then 504. 0 = no limit.
+	Timeout time.Duration `yaml:"timeout"`
+	// MaxBodyBytes bounds a request body; above it 413. 0 = no limit.
+	MaxBodyBytes int64 `yaml:"maxBodyBytes"`
+	// BufferResponseBytes: responses up to this size are read whole from the
+	// worker before being sent, so a slow client does not hold the worker.
+	// Longer ones are streamed. 0 = stream everything.
+	BufferResponseBytes int64 `yaml:"bufferResponseBytes"`
+	// RetryIdempotent retries a GET or HEAD once on another worker when its
+	// worker died before answering.
+	RetryIdempotent bool `yaml:"retryIdempotent"`
+}
+
+// Overload tunes the admission queue's discipline.
+type Overload struct {
+	// PriorityMinShare in [0, 1) is the share of dispatches guaranteed to
+	// lower priorities while they wait, so they are never starved; 0 =
+	// strict priority.
+	PriorityMinShare float64 `yaml:"priorityMinShare"`
+	// CoDel drops requests from a standing queue.
+	CoDel CoDel `yaml:"codel"`
+	// AdaptiveLIFO serves the newest waiter first while a standing queue
+	// exists.
+	AdaptiveLIFO bool `yaml:"adaptiveLifo"`
+}
+
+// CoDel is controlled delay: when the queue's minimum sojourn stays at or
+// above Target for a whole Interval, waiters are dropped.
+type CoDel struct {
+	Enabled  bool          `yaml:"enabled"`
+	Target   time.Duration `yaml:"target"`
+	Interval time.Duration `yaml:"interval"`
+}
+
+// Tenants says how requests are grouped for fair sharing.
+type Tenants struct {
+	// Key is where a request's tenant comes from: "" (none), "header:NAME",
+	// "cookie:NAME" or "clientIP". A trusted peer's Sluice-Tenant header
+	// overrides it.
+	Key string `yaml:"key"`
+	// Weights gives some tenants a larger fair share (> 0; default 1).
+	Weights map[string]float64 `yaml:"weights"`
+	// MaxTracked bounds the tenants tracked at once; >= 1.
+	MaxTracked int `yaml:"maxTracked"`
+	// MaxQueuedPerTenant caps one tenant's queued requests; 0 = no cap
+	// beyond fairness.
+	MaxQueuedPerTenant int `yaml:"maxQueuedPerTenant"`
+}
+
+// Priority names, as in the Sluice-Priority header.
+const (
+	PriorityCriticalPlus  = "critical-plus"
+	PriorityCritical      = "critical"
+	PrioritySheddablePlus = "sheddable-plus"
+	PrioritySheddable     = "sheddable"
+)
+
+// Route classifies the requests its Match matches.
+type Route struct {
+	Match Match `yaml:"match"`
+	// Priority is one of the Priority* names.
+	Priority string `yaml:"priority"`
+	// Cost is how many slots a request takes; >= 1.
+	Cost int `yaml:"cost"`
+	// Timeout replaces Proxy.Timeout for these requests; 0 = Proxy.Timeout.
+	Timeout time.Duration `yaml:"timeout"`
+	// Fallback, when set, is served instead of a shed or timeout error.
+	Fallback *Fallback `yaml:"fallback"`
+}
+
+// Match selects requests. Empty fields match everything; set fields must all
+// match.
+type Match struct {
+	// Method is an exact, case-sensitive method ("GET").
+	Method string `yaml:"method"`
+	// PathPrefix is a prefix of the URL path; starts with "/".
+	PathPrefix string `yaml:"pathPrefix"`
+	// Header is "Name: value" (the header has exactly that value) or "Name"
+	// (the header is present).
+	Header string `yaml:"header"`
+}
+
+// Fallback is a fixed response served instead of shed and timeout errors,
+// such as a client-side-render shell. Body and File are exclusive.
+type Fallback struct {
+	Status      int    `yaml:"status"`
+	ContentType string `yaml:"contentType"`
+	// Body is the response body, inline.
+	Body string `yaml:"body"`
+	// File is read for the body at start-up.
+	File string `yaml:"file"`
+}
+
+// Default returns the built-in configuration: what sluice runs with when
+// there is no file, and what a file's missing keys keep.
+func Default() *Config {
+	return &Config{
+		Server: Server{
+			Listen:                ":3000",
+			KeepAliveTimeout:      65 * time.Second,
+			HeadersTimeout:        66 * time.Second,
+			RequestTimeout:        30 * time.Second,
+			ShutdownTimeout:       25 * time.Second,
+			DrainDelay:            5 * time.Second,
+			MaxConcurrentRequests: 100,
+			MaxHeaderBytes:        64 << 10,
+			MaxConnections:        10000,
+			HealthPath:            "/__sluice/health",
+			ReadyPath:             "/__sluice/ready",
+			Backpressure: Backpressure{
+				Enabled:         true,
+				Algorithm:       AlgorithmAIMD,
+				MinLimit:        1,
+				MaxLimit:        1000,
+				SaturationMax:   0.95,
+				SampleWindow:    time.Second,
+				SmoothingFactor: 0.2,
+				QueueSize:       100,
+				QueueTimeout:    5 * time.Second,
+			},
+		},
+		Admin: Admin{Listen: "127.0.0.1:9090", PProf: true},
+		Proxy: Proxy{
+			PingPath:            "/ping",
+			Timeout:             30 * time.Second,
+			MaxBodyBytes:        10 << 20,
+			BufferResponseBytes: 1 << 20,
+			RetryIdempotent:     true,
+		},
+		Overload: Overload{
+			PriorityMinShare: 0.05,
+			CoDel:            CoDel{Enabled: true, Target: 5 * time.Millisecond, Interval: 100 * time.Millisecond},
+		},
+		Tenants: Tenants{MaxTracked: 10000},
+	}
+}
+
+// The defaults of optional sections, applied when the file has one.
+
+func (w *Workers) setDefaults() {
+	*w = Workers{
+		Count:          CountAuto,
+		Concurrency:    1,
+		Address:        AddressPort,
+		StartTimeout:   30 * time.Second,
+		RestartBackoff: Backoff{Initial: 100 * time.Millisecond, Max: 30 * time.Second},
+		CrashLoop:      CrashLoop{Window: 60 * time.Second},
+		StopTimeout:    10 * time.Second,
+	}
+}
+
+func (u *Upstreams) setDefaults() {
+	*u = Upstreams{HealthCheck: HealthCheck{Interval: 2 * time.Second, Timeout: time.Second, Fails: 3, Passes: 1}}
+}
+
+func (u *Upstream) setDefaults() { *u = Upstream{Concurrency: 1} }
+
+func (r *Route) setDefaults() { *r = Route{Priority: PriorityCritical, Cost: 1} }
+
+func (f *Fallback) setDefaults() {
+	*f = Fallback{Status: 200, ContentType: "text/html; charset=utf-8"}
+}

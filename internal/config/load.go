@@ -1,0 +1,139 @@
+package config
+
+import (
+	"bytes"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// DefaultFile is the file Resolve reads from the working directory when no
+// path is given.
+const DefaultFile = "sluice.yaml"
+
+// Parse decodes a configuration from data over Default, validates it and
+// returns it. name is the file name errors are reported under. On failure
+// it returns nil and Errors listing every problem in file order.
+func Parse(name string, data []byte) (*Config, error) {
+	cfg := Default()
+	root, perr := parseYAML(name, data)
+	if perr != nil {
+		return nil, Errors{perr}
+	}
+	d := newDecoder(name)
+	if root != nil {
+		d.value(root, "", reflect.ValueOf(cfg).Elem())
+	}
+	v := &validator{file: name, lines: d.lines, skip: d.bad}
+	v.config(cfg)
+	errs := append(d.errs, v.errs...)
+	if len(errs) == 0 {
+		return cfg, nil
+	}
+	// File order; problems with no line (defaults in conflict) last.
+	slices.SortStableFunc(errs, func(a, b *Error) int {
+		la, lb := a.Line, b.Line
+		if la == 0 {
+			la = 1 << 30
+		}
+		if lb == 0 {
+			lb = 1 << 30
+		}
+		return la - lb
+	})
+	return nil, errs
+}
+
+// Load reads and parses the file at path (see Parse).
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return Parse(path, data)
+}
+
+// Resolve loads the configuration the -c flag asks for: the file at path
+// when path is set; else DefaultFile in the working directory when there is
+// one; else Default. source is the file read, or "" for the built-in
+// defaults.
+func Resolve(path string) (cfg *Config, source string, err error) {
+	if path == "" {
+		if _, err := os.Stat(DefaultFile); errors.Is(err, fs.ErrNotExist) {
+			return Default(), "", nil
+		}
+		path = DefaultFile
+	}
+	cfg, err = Load(path)
+	if err != nil {
+		return nil, path, err
+	}
+	return cfg, path, nil
+}
+
+//go:embed defaults.yaml
+var defaultYAML []byte
+
+// DefaultYAML returns the built-in configuration as a commented YAML file:
+// every key with its default. Parsing it yields Default.
+func DefaultYAML() []byte { return bytes.Clone(defaultYAML) }
+
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// parseYAML returns the root mapping of the single document in data, or nil
+// for an empty document.
+func parseYAML(name string, data []byte) (root *yaml.Node, perr *Error) {
+	fail := func(err error) *Error {
+		msg := err.Error()
+		e := &Error{File: name, Msg: "invalid YAML: " + msg}
+		if m := yamlLine.FindStringSubmatch(msg); m != nil {
+			e.Line, _ = strconv.Atoi(m[1])
+			e.Msg = "invalid YAML: " + m[2]
+		} else if m, ok := bytes.CutPrefix([]byte(msg), []byte("yaml: ")); ok {
+			e.Msg = "invalid YAML: " + string(m)
+		}
+		return e
+	}
+	// The YAML library is not ours: a panic on hostile input becomes an
+	// error rather than taking sluice down.
+	defer func() {
+		if r := recover(); r != nil {
+			root, perr = nil, &Error{File: name, Msg: fmt.Sprintf("invalid YAML: the parser failed: %v", r)}
+		}
+	}()
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, nil
+		}
+		return nil, fail(err)
+	}
+	var next yaml.Node
+	switch err := dec.Decode(&next); {
+	case err == nil:
+		return nil, &Error{File: name, Line: next.Line, Msg: "more than one YAML document: a config is one document"}
+	case !errors.Is(err, io.EOF):
+		return nil, fail(err)
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
+		return nil, nil
+	}
+	root = doc.Content[0]
+	if isNull(root) {
+		return nil, nil
+	}
+	if root.Kind != yaml.MappingNode {
+		return nil, &Error{File: name, Line: root.Line, Msg: fmt.Sprintf("want a mapping of sections (server:, workers:, ...), got %s", describe(root))}
+	}
+	return root, nil
+}
