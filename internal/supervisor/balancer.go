@@ -1,0 +1,48 @@
+package supervisor
+
+import "context"
+
+// Endpoint is a worker as the proxy sees it: where to send requests and how
+// many it may hold at once.
+type Endpoint struct {
+	// ID is unique for the life of a Supervisor (or Static): a restarted
+	// worker gets a new ID, so a stale ID never names a new process.
+	ID int
+	// Network is "tcp" or "unix".
+	Network string
+	// Addr is "127.0.0.1:PORT" for tcp or a socket path for unix.
+	Addr string
+	// Concurrency is how many requests the worker may hold at once: 1 for
+	// a single-threaded renderer.
+	Concurrency int
+}
+
+// Balancer receives the supervisor's decisions about which endpoints may
+// receive traffic. The proxy implements it; the supervisor and Static are
+// its only callers.
+//
+// For one ID the calls arrive in this order, each at most once:
+//
+//	Add -> [Drain] -> Remove
+//
+// Add always comes first and has returned before Drain or Remove for the same
+// ID is called. Remove follows every Add, once the worker has exited (or, for
+// Static, the upstream failed its checks or was shut down). Drain and Remove
+// for the same ID may overlap when a draining worker dies: Drain must then
+// return promptly. Calls for different IDs may be concurrent.
+//
+// Implementations must not call back into the Supervisor or Static from these
+// methods (they are called from its goroutines, never under its locks, but
+// some of its methods wait for them).
+type Balancer interface {
+	// Add makes e eligible for new requests. It must not block.
+	Add(e Endpoint)
+	// Drain stops routing new requests to id and returns once none are in
+	// flight on it, or with ctx.Err() when ctx is done first. The worker is
+	// stopped after Drain returns, so a Drain that returns early cuts the
+	// requests still running.
+	Drain(ctx context.Context, id int) error
+	// Remove forgets id at once: its process is gone. Requests still in
+	// flight on it fail on their own (a dead socket). It must not block.
+	Remove(id int)
+}

@@ -1,0 +1,9 @@
+//go:build !unix
+
+package supervisor
+
+import "errors"
+
+func startProcess(procSpec) (process, error) {
+	return nil, errors.New("supervisor: worker processes need a unix system")
+}

@@ -1,0 +1,379 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// State is where a worker is in its life; see the package documentation.
+type State int
+
+const (
+	StateStarting State = iota // spawned (or about to be), not ready yet
+	StateWarming               // ready, receiving warm-up requests
+	StateReady                 // Added to the Balancer: receiving traffic
+	StateDraining              // Drain in progress: no new requests
+	StateStopping              // SIGTERM sent (or about to be)
+	StateExited                // reaped
+)
+
+var stateNames = [...]string{"starting", "warming", "ready", "draining", "stopping", "exited"}
+
+func (st State) String() string {
+	if st < 0 || int(st) >= len(stateNames) {
+		return "state(" + strconv.Itoa(int(st)) + ")"
+	}
+	return stateNames[st]
+}
+
+// MarshalText makes a State read as its name in JSON.
+func (st State) MarshalText() ([]byte, error) { return []byte(st.String()), nil }
+
+// errStoppedBeforeStart is the exit of a worker stopped before it was spawned.
+var errStoppedBeforeStart = errors.New("stopped before it was started")
+
+// worker is one process incarnation. Its identity (id, slot) is fixed; the
+// rest is guarded by Supervisor.mu unless said otherwise.
+type worker struct {
+	id, slot int
+	addedCh  chan struct{} // closed once Balancer.Add has returned
+	exited   chan struct{} // closed once reaped, Removed and accounted for
+
+	ep          Endpoint // written only by the worker's goroutine, under mu
+	proc        process
+	pid         int
+	state       State
+	started     time.Time
+	addedAt     time.Time
+	added       bool
+	stopping    bool               // sluice asked it to go: its exit is expected
+	termSent    bool               // SIGTERM delivered
+	cancelStart context.CancelFunc // ends readiness checks and warm-up early
+	exitErr     error
+}
+
+// live runs w's goroutine: the process from spawn to reap, then, if the
+// slot needs it, a successor after the backoff delay, and so on.
+func (s *Supervisor) live(w *worker) {
+	defer s.wg.Done()
+	for w != nil {
+		err := s.runProcess(w)
+		delay, restart := s.accountExit(w, err)
+		if !restart {
+			return
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-s.quit:
+			t.Stop()
+			return
+		}
+		w = s.successor(w)
+	}
+}
+
+// runProcess spawns w, brings it up and returns how it ended, once reaped.
+func (s *Supervisor) runProcess(w *worker) error {
+	spec, err := s.prepare(w)
+	if err != nil {
+		return err
+	}
+	var p process
+	s.sp.do(func() { p, err = s.env.start(spec) })
+	if err != nil {
+		return fmt.Errorf("start %s: %w", spec.Path, err)
+	}
+	startCtx, cancel := context.WithTimeout(context.Background(), s.opts.StartTimeout)
+	defer cancel()
+	s.mu.Lock()
+	w.proc, w.pid, w.started, w.cancelStart = p, p.Pid(), time.Now(), cancel
+	stopping := w.stopping
+	s.mu.Unlock()
+	s.log.Info("worker started", "worker", w.id, "slot", w.slot, "pid", w.pid, "addr", w.ep.Addr)
+
+	procDone := make(chan struct{})
+	var waitErr error
+	go func() {
+		waitErr = p.Wait()
+		cancel() // no more readiness checks or warm-up for a dead process
+		close(procDone)
+	}()
+	if stopping {
+		s.signal(w, syscall.SIGTERM)
+	} else {
+		s.bringUp(startCtx, w, procDone)
+	}
+	<-procDone
+	return waitErr
+}
+
+// prepare gives w its address and returns the spec to start it with.
+func (s *Supervisor) prepare(w *worker) (procSpec, error) {
+	s.mu.Lock()
+	ep, stopping := w.ep, w.stopping
+	s.mu.Unlock()
+	if stopping {
+		return procSpec{}, errStoppedBeforeStart
+	}
+	var addrVar string
+	switch s.opts.AddressMode {
+	case UnixMode:
+		ep.Network, ep.Addr = "unix", filepath.Join(s.dir, "w"+strconv.Itoa(w.id)+".sock")
+		addrVar = "SLUICE_SOCKET=" + ep.Addr
+	default:
+		port, err := s.env.freePort()
+		if err != nil {
+			return procSpec{}, fmt.Errorf("pick a port: %w", err)
+		}
+		ep.Network, ep.Addr = "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		addrVar = "PORT=" + strconv.Itoa(port)
+	}
+	s.mu.Lock()
+	w.ep = ep
+	s.mu.Unlock()
+	env := append(os.Environ(), s.opts.Env...)
+	env = append(env, addrVar,
+		"SLUICE_WORKER_ID="+strconv.Itoa(w.id),
+		"SLUICE_WORKER_SLOT="+strconv.Itoa(w.slot))
+	return procSpec{
+		Path:   s.opts.Command[0],
+		Args:   s.opts.Command,
+		Env:    env,
+		Dir:    s.opts.Dir,
+		Stdout: s.out.stream(w.id, "stdout"),
+		Stderr: s.out.stream(w.id, "stderr"),
+	}, nil
+}
+
+// bringUp waits for w to be ready, warms it up and Adds it to the
+// Balancer. A worker that does not make it within StartTimeout is killed.
+func (s *Supervisor) bringUp(ctx context.Context, w *worker, procDone <-chan struct{}) {
+	began := time.Now()
+	err := s.awaitReady(ctx, w)
+	if err == nil {
+		err = s.warmUp(ctx, w)
+	}
+	s.mu.Lock()
+	if w.stopping {
+		s.mu.Unlock()
+		return // whoever stops it sends the signals
+	}
+	select {
+	case <-procDone:
+		s.mu.Unlock()
+		return // its exit error says why
+	default:
+	}
+	if err != nil {
+		w.exitErr = err
+		s.mu.Unlock()
+		s.log.Warn("worker failed to start; killing it", "worker", w.id, "pid", w.pid, "err", err)
+		s.signal(w, syscall.SIGKILL)
+		return
+	}
+	w.state, w.added, w.addedAt = StateReady, true, time.Now()
+	s.mu.Unlock()
+	s.bal.Add(w.ep)
+	close(w.addedCh)
+	s.log.Info("worker ready", "worker", w.id, "pid", w.pid, "addr", w.ep.Addr, "took", time.Since(began))
+}
+
+// awaitReady checks w every ReadyInterval until a check passes or ctx ends.
+func (s *Supervisor) awaitReady(ctx context.Context, w *worker) error {
+	for {
+		err := s.env.check(ctx, w.ep, s.opts.ReadyPath)
+		if err == nil {
+			return nil
+		}
+		t := time.NewTimer(s.opts.ReadyInterval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("not ready within %v: %w", s.opts.StartTimeout, err)
+		case <-t.C:
+		}
+	}
+}
+
+// warmUp sends the warm-up requests, one after another.
+func (s *Supervisor) warmUp(ctx context.Context, w *worker) error {
+	n := s.opts.WarmupRequests
+	if n == 0 {
+		return nil
+	}
+	s.mu.Lock()
+	w.state = StateWarming
+	s.mu.Unlock()
+	h := http.Header{"Sluice-Warmup": {"1"}}
+	failed, last := 0, 0
+	for i := range n {
+		code, err := s.env.get(ctx, w.ep, s.opts.WarmupPath, h)
+		if err != nil {
+			return fmt.Errorf("warm-up request %d of %d: %w", i+1, n, err)
+		}
+		if code < 200 || code > 399 {
+			failed, last = failed+1, code
+		}
+	}
+	if failed > 0 {
+		s.log.Warn("warm-up requests answered with errors", "worker", w.id,
+			"path", s.opts.WarmupPath, "failed", failed, "of", n, "status", last)
+	}
+	return nil
+}
+
+// accountExit records w's end and decides whether its slot restarts, and
+// after how long.
+func (s *Supervisor) accountExit(w *worker, err error) (delay time.Duration, restart bool) {
+	now := time.Now()
+	s.mu.Lock()
+	if w.exitErr == nil {
+		w.exitErr = err
+	} else if err != nil {
+		w.exitErr = fmt.Errorf("%w (then %v)", w.exitErr, err)
+	}
+	exitErr := w.exitErr
+	w.state, w.proc = StateExited, nil
+	added, expected := w.added, w.stopping
+	sl := &s.slots[w.slot]
+	current := sl.current == w
+	if !current {
+		delete(s.workers, w.id)
+	}
+	tripped := false
+	if current && !expected && !s.closed {
+		s.exits++
+		switch {
+		case s.guard.record(now):
+			s.crashLoop, tripped = true, true
+		case !s.crashLoop:
+			if added && now.Sub(w.addedAt) >= s.opts.StableAfter {
+				sl.failures = 0
+			}
+			delay = s.backoff.delay(sl.failures, s.env.rand())
+			sl.failures++
+			restart = true
+		}
+	}
+	s.mu.Unlock()
+
+	if added {
+		s.bal.Remove(w.id)
+	}
+	if w.ep.Network == "unix" {
+		os.Remove(w.ep.Addr)
+	}
+	close(w.exited)
+
+	switch {
+	case expected:
+		s.log.Info("worker stopped", "worker", w.id, "pid", w.pid, "exit", errString(exitErr))
+	case tripped:
+		s.log.Error("workers are crash-looping: restarts stopped until a rolling restart",
+			"worker", w.id, "exit", errString(exitErr),
+			"exits", s.opts.CrashLoopExits+1, "window", s.opts.CrashLoopWindow)
+	case restart:
+		s.log.Warn("worker exited; restarting", "worker", w.id, "slot", w.slot, "pid", w.pid,
+			"exit", errString(exitErr), "delay", delay)
+	default:
+		s.log.Warn("worker exited", "worker", w.id, "slot", w.slot, "pid", w.pid, "exit", errString(exitErr))
+	}
+	return delay, restart
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "exit status 0"
+	}
+	return err.Error()
+}
+
+// successor registers the worker that replaces dead w in its slot, or
+// returns nil if the slot no longer needs one.
+func (s *Supervisor) successor(w *worker) *worker {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sl := &s.slots[w.slot]
+	if s.closed || s.crashLoop || sl.current != w {
+		return nil
+	}
+	nw := s.newWorkerLocked(w.slot)
+	sl.current = nw
+	sl.restarts++
+	delete(s.workers, w.id)
+	return nw
+}
+
+// signal sends sig to w's process group, if it has a live process. SIGTERM
+// is sent at most once.
+func (s *Supervisor) signal(w *worker, sig syscall.Signal) {
+	s.mu.Lock()
+	p := w.proc
+	if p == nil || (sig == syscall.SIGTERM && w.termSent) {
+		s.mu.Unlock()
+		return
+	}
+	if sig == syscall.SIGTERM {
+		w.termSent = true
+	}
+	s.mu.Unlock()
+	p.Signal(sig)
+}
+
+// retire stops w: Drain through the Balancer if drain and w was Added, then
+// terminate. It is safe to call more than once and concurrently; only the
+// first call drains. It returns when w has been reaped.
+func (s *Supervisor) retire(ctx context.Context, w *worker, drain bool) error {
+	s.mu.Lock()
+	first := !w.stopping
+	w.stopping = true
+	if w.cancelStart != nil {
+		w.cancelStart()
+	}
+	added := w.added && w.state != StateExited
+	if drain && added && first {
+		w.state = StateDraining
+	}
+	s.mu.Unlock()
+	var err error
+	if drain && added && first {
+		<-w.addedCh
+		if derr := s.bal.Drain(ctx, w.id); derr != nil {
+			err = fmt.Errorf("supervisor: drain worker %d: %w", w.id, derr)
+		}
+	}
+	s.mu.Lock()
+	if w.state != StateExited {
+		w.state = StateStopping
+	}
+	s.mu.Unlock()
+	s.terminate(ctx, w)
+	return err
+}
+
+// terminate sends SIGTERM, waits up to StopTimeout (or until ctx is done),
+// then sends SIGKILL, and returns once w has been reaped.
+func (s *Supervisor) terminate(ctx context.Context, w *worker) {
+	s.signal(w, syscall.SIGTERM)
+	t := time.NewTimer(s.opts.StopTimeout)
+	defer t.Stop()
+	select {
+	case <-w.exited:
+		return
+	case <-t.C:
+		s.log.Warn("worker still running after SIGTERM; killing it", "worker", w.id, "pid", w.pid, "after", s.opts.StopTimeout)
+	case <-ctx.Done():
+		s.log.Warn("out of time stopping worker; killing it", "worker", w.id, "pid", w.pid, "err", ctx.Err())
+	}
+	s.signal(w, syscall.SIGKILL)
+	<-w.exited
+}
