@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"net/netip"
 	"reflect"
 	"strconv"
@@ -245,7 +246,14 @@ func (d *decoder) size(n *yaml.Node, path string, v reflect.Value) {
 			return
 		}
 		v.SetInt(i)
-	case "!!str", "!!float":
+	case "!!float":
+		var f float64
+		if n.Decode(&f) != nil || f != math.Trunc(f) || math.Abs(f) >= 1<<63 {
+			d.failf(n.Line, path, "%s is not a whole number of bytes in range", n.Value)
+			return
+		}
+		v.SetInt(int64(f))
+	case "!!str":
 		b, err := ParseSize(n.Value)
 		if err != nil {
 			d.failf(n.Line, path, "%s", strings.TrimPrefix(err.Error(), "config: "))
@@ -267,15 +275,21 @@ type pair struct {
 // pairs returns a mapping's pairs, merged ones first so that the mapping's
 // own keys, decoded later, override them. It reports keys that are not
 // strings and returns nil if n is not a mapping.
-func (d *decoder) pairs(n *yaml.Node, path string, merged bool) []pair {
+func (d *decoder) pairs(n *yaml.Node, path string) []pair {
+	return d.appendPairs(nil, n, path, false)
+}
+
+// appendPairs appends n's pairs to out: those of its merge keys, then its
+// own. One accumulator keeps a deep chain of merges linear.
+func (d *decoder) appendPairs(out []pair, n *yaml.Node, path string, merged bool) []pair {
 	if n.Kind != yaml.MappingNode {
-		return nil
+		return out
 	}
-	var own, merges []pair
+	own := make([]pair, 0, len(n.Content)/2)
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k := d.deref(n.Content[i])
 		if k == nil {
-			return nil
+			return out
 		}
 		val := n.Content[i+1]
 		if k.Kind != yaml.ScalarNode {
@@ -283,25 +297,24 @@ func (d *decoder) pairs(n *yaml.Node, path string, merged bool) []pair {
 			continue
 		}
 		if k.ShortTag() == "!!merge" {
-			merges = append(merges, d.mergePairs(val, path)...)
+			out = d.appendMerge(out, val, path)
 			continue
 		}
 		own = append(own, pair{key: k, value: val, merged: merged})
 	}
-	return append(merges, own...)
+	return append(out, own...)
 }
 
-// mergePairs returns the pairs a merge key's value brings: one mapping, or
-// a list of mappings where earlier ones win.
-func (d *decoder) mergePairs(n *yaml.Node, path string) []pair {
+// appendMerge appends the pairs a merge key's value brings: one mapping, or
+// a list of mappings where earlier ones win (so they are appended last).
+func (d *decoder) appendMerge(out []pair, n *yaml.Node, path string) []pair {
 	if n = d.deref(n); n == nil {
-		return nil
+		return out
 	}
 	switch n.Kind {
 	case yaml.MappingNode:
-		return d.pairs(n, path, true)
+		return d.appendPairs(out, n, path, true)
 	case yaml.SequenceNode:
-		var out []pair
 		for i := len(n.Content) - 1; i >= 0; i-- {
 			m := d.deref(n.Content[i])
 			if m == nil {
@@ -311,12 +324,12 @@ func (d *decoder) mergePairs(n *yaml.Node, path string) []pair {
 				d.errorf(m.Line, path, "a merge (<<) takes a mapping or a list of mappings, got %s", describe(m))
 				continue
 			}
-			out = append(out, d.pairs(m, path, true)...)
+			out = d.appendPairs(out, m, path, true)
 		}
 		return out
 	}
 	d.errorf(n.Line, path, "a merge (<<) takes a mapping or a list of mappings, got %s", describe(n))
-	return nil
+	return out
 }
 
 // field is a struct field as the file names it.
@@ -357,7 +370,7 @@ func (d *decoder) structValue(n *yaml.Node, path string, v reflect.Value) {
 	}
 	byKey, names := structFields(v.Type())
 	seen := make(map[string]*yaml.Node) // canonical name -> the key that set it
-	for _, p := range d.pairs(n, path, false) {
+	for _, p := range d.pairs(n, path) {
 		f, ok := byKey[p.key.Value]
 		if !ok {
 			msg := "unknown key"
@@ -429,7 +442,7 @@ func (d *decoder) mapValue(n *yaml.Node, path string, v reflect.Value) {
 	t := v.Type()
 	out := reflect.MakeMap(t)
 	seen := make(map[string]int)
-	for _, p := range d.pairs(n, path, false) {
+	for _, p := range d.pairs(n, path) {
 		key := p.key.Value
 		kpath := join(path, key)
 		if !p.merged {

@@ -34,7 +34,7 @@ type validator struct {
 }
 
 func (v *validator) errorf(path, format string, args ...any) {
-	if v.skip[path] || v.seen[path] {
+	if v.seen[path] || v.skipped(path) {
 		return
 	}
 	if v.seen == nil {
@@ -42,6 +42,21 @@ func (v *validator) errorf(path, format string, args ...any) {
 	}
 	v.seen[path] = true
 	v.errs = append(v.errs, &Error{File: v.file, Line: v.line(path), Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+// skipped reports whether path or one of its ancestors did not decode.
+func (v *validator) skipped(path string) bool {
+	for path != "" {
+		if v.skip[path] {
+			return true
+		}
+		i := strings.LastIndexAny(path, ".[")
+		if i < 0 {
+			return false
+		}
+		path = path[:i]
+	}
+	return false
 }
 
 // line returns the line of path, or of its nearest ancestor in the file: a
@@ -253,7 +268,10 @@ func (v *validator) workers(w *Workers) {
 	}
 	v.urlPath(at+"readyPath", w.ReadyPath, true)
 	v.positive(at+"startTimeout", w.StartTimeout)
-	v.urlPath(at+"warmupPath", w.WarmupPath, w.WarmupRequests == 0)
+	if w.WarmupRequests > 0 && w.WarmupPath == "" {
+		v.errorf(at+"warmupRequests", "%d warm-up requests need a warmupPath to ask for", w.WarmupRequests)
+	}
+	v.urlPath(at+"warmupPath", w.WarmupPath, true)
 	v.positive(at+"restartBackoff.initial", w.RestartBackoff.Initial)
 	if w.RestartBackoff.Max < w.RestartBackoff.Initial {
 		v.errorf(at+"restartBackoff.max", "%v is less than initial (%v)", w.RestartBackoff.Max, w.RestartBackoff.Initial)

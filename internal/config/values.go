@@ -173,6 +173,10 @@ func suggest(key string, candidates []string) string {
 		if nc == nk {
 			return c
 		}
+		if len(nk) >= 4 && strings.HasPrefix(nc, nk) && bestDist > 1 {
+			best, bestDist = c, 1 // "path" for "pathPrefix"
+			continue
+		}
 		if d := editDistance(nk, nc); d < bestDist {
 			best, bestDist = c, d
 		}
