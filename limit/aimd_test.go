@@ -87,8 +87,8 @@ func TestAIMDTick(t *testing.T) {
 		{"saturated exactly at the maximum", limit.AIMDOptions{}, 0.95, 600, 0, 900},
 		{"saturated, inflight exactly half", limit.AIMDOptions{}, 1, 500, 0, 900},
 		{"saturated, peak counts when above inflight", limit.AIMDOptions{}, 1, 10, 600, 900},
-		{"floor of 0.9 L", limit.AIMDOptions{Initial: 15}, 1, 15, 0, 13},         // floor(13.5)
-		{"floor to Min", limit.AIMDOptions{Initial: 1}, 1, 1, 0, 1},              // floor(0.9) = 0 -> Min 1
+		{"floor of 0.9 L", limit.AIMDOptions{Initial: 15}, 1, 15, 0, 13},                 // floor(13.5)
+		{"floor to Min", limit.AIMDOptions{Initial: 1}, 1, 1, 0, 1},                      // floor(0.9) = 0 -> Min 1
 		{"floor to a higher Min", limit.AIMDOptions{Initial: 10, Min: 10}, 1, 10, 0, 10}, // 9 -> Min 10
 		{"custom MaxSaturation", limit.AIMDOptions{Initial: 100, MaxSaturation: 0.5}, 0.6, 100, 0, 90},
 
@@ -98,7 +98,7 @@ func TestAIMDTick(t *testing.T) {
 		{"unsaturated, L 100", limit.AIMDOptions{Initial: 100}, 0.5, 100, 0, 110},
 		{"just below the maximum", limit.AIMDOptions{Initial: 100}, 0.9499, 100, 0, 110},
 		{"unsaturated, L 1", limit.AIMDOptions{Initial: 1}, 0, 1, 0, 2},
-		{"unsaturated, L 2", limit.AIMDOptions{Initial: 2}, 0, 2, 0, 4},      // ceil(1.41) = 2
+		{"unsaturated, L 2", limit.AIMDOptions{Initial: 2}, 0, 2, 0, 4},         // ceil(1.41) = 2
 		{"unsaturated, L 101", limit.AIMDOptions{Initial: 101}, 0, 101, 0, 112}, // ceil(10.05) = 11
 		{"capped at Max", limit.AIMDOptions{Initial: 95, Max: 100}, 0, 95, 0, 100},
 		{"NaN saturation is unknown: grows", limit.AIMDOptions{Initial: 100}, nan, 100, 100, 110},

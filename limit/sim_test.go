@@ -34,8 +34,8 @@ type sim struct {
 	Samples int
 	// Drops is how many more requests fail for overload in each window.
 	Drops int
-	rng     *rand.Rand
-	now    time.Time
+	rng   *rand.Rand
+	now   time.Time
 }
 
 // uniform returns noise uniform in [1-j, 1+j].
