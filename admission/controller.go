@@ -83,8 +83,32 @@ type Options struct {
 	// no logging.
 	Logger *slog.Logger
 
-	// queue, when set, replaces the FIFO discipline (tests and policies).
-	queue queue
+	// MinShare is the share of dispatches each lower priority class is
+	// guaranteed while higher classes wait, in [0, 1). Zero means strict
+	// priority: a lower class waits for as long as a higher one queues.
+	MinShare float64
+
+	// TenantWeight returns a tenant's weight in the fair share of its
+	// class; nil, or a result <= 0, means 1.
+	TenantWeight func(tenant string) float64
+
+	// MaxQueuedPerTenant caps the requests one tenant may have queued in
+	// a class (ReasonTenant above it). Zero means no cap beyond fairness.
+	MaxQueuedPerTenant int
+
+	// CoDelTarget enables sojourn-time shedding (ReasonCoDel): once the
+	// sojourn of dequeued requests has stayed at or above it for a whole
+	// CoDelInterval, requests are dropped at an increasing rate until it
+	// falls back under. Zero disables CoDel. 004 uses 5 ms.
+	CoDelTarget time.Duration
+
+	// CoDelInterval is CoDel's window. Zero means 100 ms.
+	CoDelInterval time.Duration
+
+	// AdaptiveLIFO serves each tenant's newest request first while the
+	// queue stands (sojourn above CoDelTarget; requires it): the oldest
+	// are the likeliest to have been given up on ("Fail at Scale").
+	AdaptiveLIFO bool
 }
 
 // Controller admits requests under a concurrency limit, queues the excess
@@ -115,10 +139,16 @@ type Controller struct {
 	cancelled atomic.Uint64
 	shedCount [numReasons]atomic.Uint64
 
+	// classLatency is the smoothed service time per priority class (float64
+	// bits, ns): the expected service time that deadlines are judged by.
+	classLatency [numPriorities]atomic.Uint64
+
 	// Lock order: mu, then nothing. The limit algorithm is never called
 	// with mu held.
 	mu     sync.Mutex
-	q      queue
+	q      *fairQueue // nil: no queue
+	codel  *codel     // nil: disabled
+	lifo   bool
 	closed bool
 
 	stop chan struct{}
@@ -151,6 +181,10 @@ func New(o Options) (*Controller, error) {
 		return nil, errors.New("admission: MaxSaturation must be in (0, 1]")
 	case o.SmoothingFactor < 0 || o.SmoothingFactor > 1 || math.IsNaN(o.SmoothingFactor):
 		return nil, errors.New("admission: SmoothingFactor must be in (0, 1]")
+	case o.MinShare < 0 || o.MinShare >= 1 || math.IsNaN(o.MinShare):
+		return nil, errors.New("admission: MinShare must be in [0, 1)")
+	case o.MaxQueuedPerTenant < 0 || o.CoDelTarget < 0 || o.CoDelInterval < 0:
+		return nil, errors.New("admission: MaxQueuedPerTenant, CoDelTarget and CoDelInterval must not be negative")
 	}
 	c := &Controller{
 		alg:           o.Limit,
@@ -160,18 +194,17 @@ func New(o Options) (*Controller, error) {
 		smoothing:     o.SmoothingFactor,
 		window:        o.SampleWindow,
 		log:           o.Logger,
-		q:             o.queue,
+		lifo:          o.AdaptiveLIFO,
 		stop:          make(chan struct{}),
 	}
-	if c.q == nil {
-		size := o.QueueSize
-		if size < 0 {
-			size = 0
-		}
-		c.q = &fifo{max: size}
+	if o.QueueSize > 0 {
+		c.q = newFairQueue(o.QueueSize, o.MaxQueuedPerTenant, o.MinShare, o.TenantWeight)
 	}
-	if o.QueueSize < 0 {
-		c.q = nil
+	if o.CoDelTarget > 0 {
+		if o.CoDelInterval <= 0 {
+			o.CoDelInterval = 100 * time.Millisecond
+		}
+		c.codel = &codel{target: o.CoDelTarget, interval: o.CoDelInterval}
 	}
 	c.state.Store(uint64(clampLimit(c.alg.Limit())) << fieldBits)
 	if c.window > 0 {
@@ -201,8 +234,9 @@ func clampLimit(n int) int64 {
 // Permit is a granted slot. Give it back exactly once, with Release or
 // Done; the zero Permit's methods do nothing.
 type Permit struct {
-	c    *Controller
-	cost int64
+	c     *Controller
+	cost  int64
+	class int8
 }
 
 // Release gives the slot back without a latency sample.
@@ -228,18 +262,33 @@ func (p Permit) Done(s limit.Sample) {
 			break
 		}
 	}
+	c.smooth(&c.latency, s.RTT)
+	c.smooth(&c.classLatency[p.class], s.RTT)
+	c.adopt(c.alg.Observe(s))
+}
+
+// smooth folds rtt into the EWMA stored as float64 bits in v.
+func (c *Controller) smooth(v *atomic.Uint64, rtt time.Duration) {
 	for {
-		old := c.latency.Load()
+		old := v.Load()
 		prev := math.Float64frombits(old)
-		next := float64(s.RTT)
+		next := float64(rtt)
 		if prev != 0 {
-			next = prev + c.smoothing*(float64(s.RTT)-prev)
+			next = prev + c.smoothing*(float64(rtt)-prev)
 		}
-		if c.latency.CompareAndSwap(old, math.Float64bits(next)) {
-			break
+		if v.CompareAndSwap(old, math.Float64bits(next)) {
+			return
 		}
 	}
-	c.adopt(c.alg.Observe(s))
+}
+
+// expected is the service time a request of class ci should expect: its
+// class's smoothed latency, else the overall one, else zero.
+func (c *Controller) expected(ci int) time.Duration {
+	if v := c.classLatency[ci].Load(); v != 0 {
+		return time.Duration(math.Float64frombits(v))
+	}
+	return time.Duration(math.Float64frombits(c.latency.Load()))
 }
 
 // Acquire asks for a slot for req. It returns at once when one is free and
@@ -260,13 +309,14 @@ func (c *Controller) Acquire(ctx context.Context, req Request) (Permit, error) {
 		}
 		if c.state.CompareAndSwap(s, s+uint64(cost)) {
 			c.admitted.Add(1)
-			return Permit{c, cost}, nil
+			return Permit{c, cost, int8(req.Priority.classIndex())}, nil
 		}
 	}
 	return c.acquireSlow(ctx, req, cost)
 }
 
 func (c *Controller) acquireSlow(ctx context.Context, req Request, cost int64) (Permit, error) {
+	ci := req.Priority.classIndex()
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -276,7 +326,7 @@ func (c *Controller) acquireSlow(ctx context.Context, req Request, cost int64) (
 		if c.tryAdmitLocked(cost) {
 			c.mu.Unlock()
 			c.admitted.Add(1)
-			return Permit{c, cost}, nil
+			return Permit{c, cost, int8(ci)}, nil
 		}
 	}
 	if c.q == nil {
@@ -291,14 +341,28 @@ func (c *Controller) acquireSlow(ctx context.Context, req Request, cost int64) (
 		c.mu.Unlock()
 		return Permit{}, err
 	}
-	w := &waiter{req: req, cost: cost, enqueued: time.Now(), ready: make(chan struct{})}
-	displaced, refused := c.q.push(w)
+	now := time.Now()
+	// How long waiting makes sense: the queue timeout, or less when the
+	// deadline would pass before the work could finish.
+	wait, waitReason := c.queueTimeout, ReasonQueueTimeout
+	if !req.Deadline.IsZero() {
+		left := req.Deadline.Sub(now) - c.expected(ci)
+		if left <= 0 {
+			c.mu.Unlock()
+			return Permit{}, c.shed(ReasonDeadline)
+		}
+		if wait <= 0 || left < wait {
+			wait, waitReason = left, ReasonDeadline
+		}
+	}
+	w := &waiter{req: req, cost: cost, enqueued: now, ready: make(chan struct{})}
+	victim, why, refused := c.q.push(w)
 	if refused != ReasonNone {
 		c.mu.Unlock()
 		return Permit{}, c.shed(refused)
 	}
-	if displaced != nil {
-		c.finishLocked(displaced, c.shed(ReasonPriority))
+	if victim != nil {
+		c.decideLocked(victim, c.shed(why))
 	}
 	c.setSlowLocked()
 	// A release may have landed between the failed admission above and the
@@ -307,8 +371,8 @@ func (c *Controller) acquireSlow(ctx context.Context, req Request, cost int64) (
 	c.mu.Unlock()
 
 	var timeout <-chan time.Time
-	if c.queueTimeout > 0 {
-		t := time.NewTimer(c.queueTimeout)
+	if wait > 0 {
+		t := time.NewTimer(wait)
 		defer t.Stop()
 		timeout = t.C
 	}
@@ -333,7 +397,7 @@ func (c *Controller) acquireSlow(ctx context.Context, req Request, cost int64) (
 	case <-timeout:
 		c.mu.Lock()
 		if !w.done {
-			c.finishLocked(w, c.shed(ReasonQueueTimeout))
+			c.finishLocked(w, c.shed(waitReason))
 		}
 		c.mu.Unlock()
 		return c.outcome(w)
@@ -347,7 +411,7 @@ func (c *Controller) outcome(w *waiter) (Permit, error) {
 	}
 	c.admitted.Add(1)
 	c.afterWait.Add(1)
-	return Permit{c, w.cost}, nil
+	return Permit{c, w.cost, w.class}, nil
 }
 
 // tryAdmitLocked takes cost slots if they fit. REQUIRES c.mu held.
@@ -363,29 +427,66 @@ func (c *Controller) tryAdmitLocked(cost int64) bool {
 	}
 }
 
-// finishLocked decides w's fate: err nil grants it (its slots are already
-// counted), anything else refuses it. w leaves the queue here, exactly once.
-// REQUIRES c.mu held.
+// finishLocked takes w out of the queue and decides its fate: err nil
+// grants it (its slots are already counted), anything else refuses it.
+// REQUIRES c.mu held; w is queued.
 func (c *Controller) finishLocked(w *waiter, err error) {
-	c.q.remove(w)
+	if err == nil {
+		c.q.dispatched(w)
+	} else {
+		c.q.remove(w)
+	}
+	c.decideLocked(w, err)
+}
+
+// decideLocked publishes w's fate; w has left the queue. Every waiter
+// passes here exactly once. REQUIRES c.mu held.
+func (c *Controller) decideLocked(w *waiter, err error) {
 	w.err = err
 	w.done = true
 	close(w.ready)
-	if c.q.len() == 0 && !c.closed {
-		c.state.And(^uint64(slowBit))
+	if c.q.len() == 0 {
+		if c.codel != nil {
+			c.codel.empty()
+		}
+		if !c.closed {
+			c.state.And(^uint64(slowBit))
+		}
 	}
 }
 
 func (c *Controller) setSlowLocked() { c.state.Or(slowBit) }
 
 // dispatchLocked hands free slots to waiters in the queue's order until the
-// next one does not fit. REQUIRES c.mu held.
+// next one does not fit. On the way it applies the sojourn and deadline
+// policies: CoDel may shed (the lowest class's heaviest tenant first), and a
+// request that can no longer finish before its deadline is shed rather than
+// served. REQUIRES c.mu held.
 func (c *Controller) dispatchLocked() {
-	for c.q != nil {
+	if c.q == nil {
+		return
+	}
+	var now time.Time
+	for {
 		w := c.q.front()
-		if w == nil || !c.tryAdmitLocked(w.cost) {
+		if w == nil || !fits(c.state.Load(), w.cost) {
 			return
 		}
+		if now.IsZero() {
+			now = time.Now()
+		}
+		if c.codel != nil {
+			if c.codel.shouldDrop(now, now.Sub(w.enqueued)) {
+				c.finishLocked(c.q.dropCandidate(), c.shed(ReasonCoDel))
+				continue
+			}
+			c.q.lifo = c.lifo && c.codel.standing()
+		}
+		if !w.req.Deadline.IsZero() && now.Add(c.expected(int(w.class))).After(w.req.Deadline) {
+			c.finishLocked(w, c.shed(ReasonDeadline))
+			continue
+		}
+		c.tryAdmitLocked(w.cost)
 		c.finishLocked(w, nil)
 	}
 }

@@ -15,23 +15,12 @@ type waiter struct {
 	err   error
 	done  bool
 
-	// Links for the intrusive lists of the queue disciplines.
+	// Queue bookkeeping (fairQueue): class index, flow, virtual start tag
+	// and the links of the flow's list.
+	class      int8
+	flow       *flow
+	start      float64
 	prev, next *waiter
-}
-
-// queue orders the waiters. It decides who goes next and who is refused at
-// the door; the Controller decides when (the limit) and owns the waiters'
-// outcomes. Every method is called with Controller.mu held.
-type queue interface {
-	// push adds w. It returns ReasonNone when w was queued, and then
-	// optionally a displaced waiter that the Controller sheds with
-	// ReasonPriority; otherwise w was refused for the returned reason.
-	push(w *waiter) (displaced *waiter, refused Reason)
-	// front returns the waiter to grant next, or nil when empty.
-	front() *waiter
-	// remove takes w out of the queue. w is in the queue.
-	remove(w *waiter)
-	len() int
 }
 
 // waitList is an intrusive doubly-linked FIFO list: O(1) push, pop and
@@ -67,22 +56,3 @@ func (l *waitList) remove(w *waiter) {
 	l.n--
 }
 
-// fifo is the seed's discipline: one bounded first-in, first-out queue.
-type fifo struct {
-	list waitList
-	max  int
-}
-
-var _ queue = (*fifo)(nil)
-
-func (q *fifo) push(w *waiter) (*waiter, Reason) {
-	if q.list.n >= q.max {
-		return nil, ReasonQueueFull
-	}
-	q.list.pushBack(w)
-	return nil, ReasonNone
-}
-
-func (q *fifo) front() *waiter   { return q.list.head }
-func (q *fifo) remove(w *waiter) { q.list.remove(w) }
-func (q *fifo) len() int         { return q.list.n }

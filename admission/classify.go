@@ -1,0 +1,217 @@
+package admission
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The request headers sluice reads from trusted peers and forwards
+// downstream, and the response header that names a shed reason.
+const (
+	HeaderPriority = "Sluice-Priority" // critical-plus | critical | sheddable-plus | sheddable
+	HeaderTenant   = "Sluice-Tenant"   // the fairness key
+	HeaderTimeout  = "Sluice-Timeout"  // remaining budget in milliseconds
+	HeaderShed     = "Sluice-Shed"     // on shed responses: the Reason
+)
+
+// maxTenantKey bounds the tenant keys taken from requests: a key is part of
+// the queue's bookkeeping, so its size is bounded like everything else
+// that clients control.
+const maxTenantKey = 128
+
+// Rule assigns a class, cost and timeout to the requests it matches. The
+// zero Rule matches every request and assigns Critical, cost 1.
+type Rule struct {
+	Method     string // "" matches any method
+	PathPrefix string // "" matches any path
+	// Header, when set, must be present; with HeaderValue it must equal it.
+	Header      string
+	HeaderValue string
+
+	Priority Priority
+	Cost     int
+	// Timeout bounds the whole request from its arrival; zero means none.
+	Timeout time.Duration
+}
+
+func (r *Rule) matches(req *http.Request) bool {
+	if r.Method != "" && r.Method != req.Method {
+		return false
+	}
+	if r.PathPrefix != "" && !strings.HasPrefix(req.URL.Path, r.PathPrefix) {
+		return false
+	}
+	if r.Header != "" {
+		vs, ok := req.Header[http.CanonicalHeaderKey(r.Header)]
+		if !ok || (r.HeaderValue != "" && (len(vs) == 0 || vs[0] != r.HeaderValue)) {
+			return false
+		}
+	}
+	return true
+}
+
+// TenantKey says where a request's tenant comes from.
+type TenantKey struct {
+	Kind TenantKind
+	Name string // the header or cookie name
+}
+
+// TenantKind is a source of tenant keys.
+type TenantKind uint8
+
+const (
+	TenantNone     TenantKind = iota // every request shares one tenant
+	TenantHeader                     // a request header (Sluice-* headers from trusted peers only)
+	TenantCookie                     // a cookie
+	TenantClientIP                   // the client address (X-Forwarded-For only from trusted peers)
+)
+
+// ParseTenantKey parses "", "header:NAME", "cookie:NAME" or "clientIP".
+func ParseTenantKey(s string) (TenantKey, error) {
+	kind, name, _ := strings.Cut(s, ":")
+	switch {
+	case s == "":
+		return TenantKey{}, nil
+	case s == "clientIP":
+		return TenantKey{Kind: TenantClientIP}, nil
+	case kind == "header" && name != "":
+		return TenantKey{Kind: TenantHeader, Name: http.CanonicalHeaderKey(name)}, nil
+	case kind == "cookie" && name != "":
+		return TenantKey{Kind: TenantCookie, Name: name}, nil
+	}
+	return TenantKey{}, fmt.Errorf("admission: tenant key %q: want \"\", header:NAME, cookie:NAME or clientIP", s)
+}
+
+// Classifier maps HTTP requests to admission Requests: by its Rules, and by
+// the Sluice-Priority, Sluice-Tenant and Sluice-Timeout headers only when
+// the peer is trusted, so that a client cannot raise its own priority,
+// borrow another tenant's share or stretch its deadline. The zero value
+// trusts nobody, has no rules and no tenants. Safe for concurrent use once
+// built; do not modify it after first use.
+type Classifier struct {
+	// TrustedPeers are the networks whose Sluice-* and X-Forwarded-For
+	// headers are believed (load balancers, upstream services).
+	TrustedPeers []netip.Prefix
+	// Rules are tried in order; the first match decides.
+	Rules []Rule
+	// Tenant is where the tenant key comes from.
+	Tenant TenantKey
+	// Now returns the current time; nil means time.Now.
+	Now func() time.Time
+}
+
+// Classify returns r's admission Request.
+func (c *Classifier) Classify(r *http.Request) Request {
+	var req Request
+	var timeout time.Duration
+	for i := range c.Rules {
+		if rule := &c.Rules[i]; rule.matches(r) {
+			req.Priority, req.Cost, timeout = rule.Priority, rule.Cost, rule.Timeout
+			break
+		}
+	}
+	peer := peerAddr(r)
+	trusted := c.trusts(peer)
+	if trusted {
+		if v := r.Header.Get(HeaderPriority); v != "" {
+			if p, err := ParsePriority(v); err == nil {
+				req.Priority = p
+			}
+		}
+		if v := r.Header.Get(HeaderTimeout); v != "" {
+			if ms, err := strconv.ParseInt(v, 10, 64); err == nil && ms >= 0 {
+				if budget := time.Duration(ms) * time.Millisecond; timeout <= 0 || budget < timeout {
+					timeout = budget
+				}
+			}
+		}
+	}
+	if timeout > 0 {
+		now := time.Now
+		if c.Now != nil {
+			now = c.Now
+		}
+		req.Deadline = now().Add(timeout)
+	}
+	req.Tenant = c.tenant(r, peer, trusted)
+	return req
+}
+
+func (c *Classifier) tenant(r *http.Request, peer netip.Addr, trusted bool) string {
+	var key string
+	switch c.Tenant.Kind {
+	case TenantHeader:
+		if trusted || !strings.HasPrefix(c.Tenant.Name, "Sluice-") {
+			key = r.Header.Get(c.Tenant.Name)
+		}
+	case TenantCookie:
+		if ck, err := r.Cookie(c.Tenant.Name); err == nil {
+			key = ck.Value
+		}
+	case TenantClientIP:
+		if ip := c.ClientIP(r); ip.IsValid() {
+			key = ip.String()
+		}
+	}
+	if len(key) > maxTenantKey {
+		key = key[:maxTenantKey]
+	}
+	return key
+}
+
+// ClientIP returns the address of the client: the peer, or, when the peer is
+// trusted, the rightmost X-Forwarded-For address that is not itself a
+// trusted proxy.
+func (c *Classifier) ClientIP(r *http.Request) netip.Addr {
+	ip := peerAddr(r)
+	if !c.trusts(ip) {
+		return ip
+	}
+	hops := r.Header.Values("X-Forwarded-For")
+	for i := len(hops) - 1; i >= 0; i-- {
+		parts := strings.Split(hops[i], ",")
+		for j := len(parts) - 1; j >= 0; j-- {
+			a, err := netip.ParseAddr(strings.TrimSpace(parts[j]))
+			if err != nil {
+				return ip
+			}
+			ip = a.Unmap()
+			if !c.trusts(ip) {
+				return ip
+			}
+		}
+	}
+	return ip
+}
+
+// Trusted reports whether r comes straight from a trusted peer.
+func (c *Classifier) Trusted(r *http.Request) bool { return c.trusts(peerAddr(r)) }
+
+func (c *Classifier) trusts(ip netip.Addr) bool {
+	if !ip.IsValid() {
+		return false
+	}
+	for _, p := range c.TrustedPeers {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+func peerAddr(r *http.Request) netip.Addr {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return netip.Addr{}
+	}
+	return ip.Unmap()
+}

@@ -1,0 +1,88 @@
+package admission
+
+import (
+	"strconv"
+	"testing"
+	"time"
+)
+
+// A flood of distinct tenant keys cannot grow the queue's tenant table:
+// flows exist only while they have queued requests.
+func TestFairQueueTenantTableBounded(t *testing.T) {
+	const size = 100
+	q := newFairQueue(size, 0, 0.05, nil)
+	var queued []*waiter
+	peak := 0
+	for i := range 1_000_000 {
+		w := &waiter{req: Request{Tenant: "t" + strconv.Itoa(i), Priority: Priority(i%4 - 2)}, cost: 1}
+		victim, _, refused := q.push(w)
+		if refused == ReasonNone {
+			queued = append(queued, w)
+		}
+		if victim != nil {
+			for j, x := range queued {
+				if x == victim {
+					queued = append(queued[:j], queued[j+1:]...)
+					break
+				}
+			}
+		}
+		if i%3 == 0 && len(queued) > 0 { // some leave: served or given up
+			if i%2 == 0 {
+				q.dispatched(queued[0])
+			} else {
+				q.remove(queued[0])
+			}
+			queued = queued[1:]
+		}
+		peak = max(peak, q.tenants())
+		if q.len() != len(queued) {
+			t.Fatalf("after %d keys: queue says %d queued, test holds %d", i, q.len(), len(queued))
+		}
+	}
+	if peak > size {
+		t.Fatalf("tenant table peaked at %d entries for a queue of %d", peak, size)
+	}
+	for _, w := range queued {
+		q.remove(w)
+	}
+	if n := q.tenants(); n != 0 {
+		t.Fatalf("got %d tenants tracked after the queue emptied, want 0", n)
+	}
+}
+
+func TestCoDelDecisions(t *testing.T) {
+	const target, interval = 5 * time.Millisecond, 100 * time.Millisecond
+	t0 := time.Unix(0, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	type step struct {
+		at      int // ms
+		sojourn time.Duration
+		empty   bool // the queue drained before this step
+		drop    bool
+	}
+	tests := []struct {
+		name  string
+		steps []step
+	}{
+		{"below target never drops", []step{{0, 4 * time.Millisecond, false, false}, {200, 4 * time.Millisecond, false, false}}},
+		{"above target for less than an interval", []step{{0, 10 * time.Millisecond, false, false}, {99, 50 * time.Millisecond, false, false}}},
+		{"a dip under target restarts the interval", []step{{0, 10 * time.Millisecond, false, false}, {50, 1 * time.Millisecond, false, false}, {120, 10 * time.Millisecond, false, false}, {200, 10 * time.Millisecond, false, false}}},
+		{"standing for an interval drops", []step{{0, 10 * time.Millisecond, false, false}, {100, 10 * time.Millisecond, false, true}, {101, 6 * time.Millisecond, false, true}}},
+		{"while dropping, young requests are served", []step{{0, 10 * time.Millisecond, false, false}, {100, 10 * time.Millisecond, false, true}, {101, 2 * time.Millisecond, false, false}, {102, 7 * time.Millisecond, false, true}}},
+		{"an empty queue ends dropping", []step{{0, 10 * time.Millisecond, false, false}, {100, 10 * time.Millisecond, false, true}, {150, 10 * time.Millisecond, true, false}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &codel{target: target, interval: interval}
+			for i, s := range tt.steps {
+				if s.empty {
+					c.empty()
+				}
+				if got := c.shouldDrop(at(s.at), s.sojourn); got != s.drop {
+					t.Fatalf("step %d (t=%dms, sojourn %v): got drop=%v, want %v", i, s.at, s.sojourn, got, s.drop)
+				}
+			}
+		})
+	}
+}

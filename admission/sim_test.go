@@ -1,0 +1,367 @@
+package admission_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/sluicehq/sluice/admission"
+	"github.com/sluicehq/sluice/limit"
+)
+
+// A simulated overload: open-loop arrivals against a Controller whose
+// admitted requests each hold their slot for a service time. Runs under
+// synctest, so hours of simulated load cost milliseconds and are exactly
+// repeatable.
+
+type flowSpec struct {
+	name    string
+	rate    float64 // arrivals per second (Poisson)
+	req     admission.Request
+	service time.Duration
+	// deadline, when set, is each request's budget from its arrival.
+	deadline time.Duration
+}
+
+type simResult struct {
+	offered, served int
+	shed            map[admission.Reason]int
+	waits           []time.Duration // queueing delay of served requests
+}
+
+func (r *simResult) successRatio() float64 { return float64(r.served) / float64(r.offered) }
+
+func (r *simResult) waitQuantile(q float64) time.Duration {
+	if len(r.waits) == 0 {
+		return 0
+	}
+	w := slices.Clone(r.waits)
+	slices.Sort(w)
+	return w[min(len(w)-1, int(q*float64(len(w))))]
+}
+
+// simulate runs flows for d and returns results per flow name. It must be
+// called inside a synctest bubble.
+func simulate(t *testing.T, c *admission.Controller, d time.Duration, seed uint64, flows ...flowSpec) map[string]*simResult {
+	t.Helper()
+	var mu sync.Mutex
+	res := map[string]*simResult{}
+	var wg sync.WaitGroup
+	for i, f := range flows {
+		r := &simResult{shed: map[admission.Reason]int{}}
+		res[f.name] = r
+		rng := rand.New(rand.NewPCG(seed, uint64(i)))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			end := time.Now().Add(d)
+			for {
+				time.Sleep(time.Duration(rng.ExpFloat64() / f.rate * float64(time.Second)))
+				if !time.Now().Before(end) {
+					return
+				}
+				mu.Lock()
+				r.offered++
+				mu.Unlock()
+				// Service times vary uniformly by +-50%, as real ones do;
+				// identical ones would phase-lock the slots.
+				service := time.Duration(float64(f.service) * (0.5 + rng.Float64()))
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					req := f.req
+					arrived := time.Now()
+					if f.deadline > 0 {
+						req.Deadline = arrived.Add(f.deadline)
+					}
+					p, err := c.Acquire(context.Background(), req)
+					wait := time.Since(arrived)
+					if err != nil {
+						reason, _ := admission.ShedReason(err)
+						mu.Lock()
+						r.shed[reason]++
+						mu.Unlock()
+						return
+					}
+					time.Sleep(service)
+					p.Done(limit.Sample{Now: time.Now(), RTT: service})
+					mu.Lock()
+					r.served++
+					r.waits = append(r.waits, wait)
+					mu.Unlock()
+				}()
+			}
+		}()
+	}
+	wg.Wait()
+	return res
+}
+
+// At 3x offered load, critical requests are served and sheddable ones
+// absorb the shedding; with a minimum share, sheddable still gets it even
+// when critical alone would fill the server.
+func TestPriorityUnderOverload(t *testing.T) {
+	const service = 10 * time.Millisecond // 10 slots: capacity 1000/s
+	t.Run("critical protected at 3x", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			c := newController(t, 10, admission.Options{QueueSize: 100, QueueTimeout: time.Second, MinShare: 0.05})
+			res := simulate(t, c, 5*time.Second, 1,
+				flowSpec{name: "critical", rate: 800, service: service},
+				flowSpec{name: "sheddable", rate: 2200, req: admission.Request{Priority: admission.Sheddable}, service: service})
+			crit, shed := res["critical"], res["sheddable"]
+			if got := crit.successRatio(); got < 0.999 {
+				t.Errorf("critical success ratio: got %.4f (%d/%d, shed %v), want >= 0.999", got, crit.served, crit.offered, crit.shed)
+			}
+			if got := shed.successRatio(); got > 0.2 {
+				t.Errorf("sheddable success ratio: got %.3f, want the shedding to fall on it (<= 0.2)", got)
+			}
+			if shed.shed[admission.ReasonPriority] == 0 {
+				t.Errorf("got no priority displacement (%v), want sheddable displaced by critical at the full queue", shed.shed)
+			}
+		})
+	})
+	for _, tt := range []struct {
+		minShare float64
+		atLeast  float64 // sheddable share of capacity
+		atMost   float64
+	}{
+		{0, 0, 0.01},
+		{0.1, 0.07, 0.13},
+	} {
+		t.Run("min share", func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				c := newController(t, 10, admission.Options{QueueSize: 100, QueueTimeout: time.Second, MinShare: tt.minShare})
+				const d = 5 * time.Second
+				res := simulate(t, c, d, 2,
+					flowSpec{name: "critical", rate: 1500, service: service},
+					flowSpec{name: "sheddable", rate: 500, req: admission.Request{Priority: admission.Sheddable}, service: service})
+				share := float64(res["sheddable"].served) / (1000 * d.Seconds())
+				if share < tt.atLeast || share > tt.atMost {
+					t.Errorf("minShare %v: sheddable got %.3f of capacity, want within [%v, %v]", tt.minShare, share, tt.atLeast, tt.atMost)
+				}
+			})
+		})
+	}
+}
+
+// One tenant sending 10x its share cannot hurt four well-behaved tenants:
+// they keep their success ratio and their queueing delay, and the noisy
+// tenant gets 429s.
+//
+// The delay bound is 2x the delay without the noisy tenant plus one mean
+// service time. The extra service time is the price of non-preemptive
+// slots: without the noisy tenant most arrivals find a slot free and wait
+// nothing; with it every slot is busy, and an arrival waits for the next
+// completion whoever is served next. Only keeping slots idle could avoid it.
+func TestFairnessNoisyTenant(t *testing.T) {
+	const service = 10 * time.Millisecond // 4 slots: capacity 400/s, fair share 80/s each of 5
+	polite := func(name string) flowSpec {
+		return flowSpec{name: name, rate: 60, req: admission.Request{Tenant: name}, service: service}
+	}
+	run := func(t *testing.T, noisy bool) map[string]*simResult {
+		c := newController(t, 4, admission.Options{QueueSize: 100, QueueTimeout: time.Second})
+		flows := []flowSpec{polite("a"), polite("b"), polite("c"), polite("d")}
+		if noisy {
+			flows = append(flows, flowSpec{name: "noisy", rate: 800, req: admission.Request{Tenant: "noisy"}, service: service})
+		}
+		return simulate(t, c, 10*time.Second, 3, flows...)
+	}
+	synctest.Test(t, func(t *testing.T) {
+		alone := run(t, false)
+		with := run(t, true)
+		for _, name := range []string{"a", "b", "c", "d"} {
+			r := with[name]
+			if got := r.successRatio(); got < 0.99 {
+				t.Errorf("tenant %s: success ratio %.3f (shed %v), want >= 0.99", name, got, r.shed)
+			}
+			base, got := alone[name].waitQuantile(0.99), r.waitQuantile(0.99)
+			if got > 2*base+service {
+				t.Errorf("tenant %s: p99 queueing delay %v with the noisy tenant, %v without: want within 2x + %v", name, got, base, service)
+			}
+		}
+		if n := with["noisy"].shed[admission.ReasonTenant]; n == 0 {
+			t.Errorf("noisy tenant: got sheds %v, want 429s (reason tenant)", with["noisy"].shed)
+		}
+	})
+}
+
+// A burst that drains within CoDel's interval is never shed; a standing
+// overload is, until sojourn falls back under target.
+func TestCoDel(t *testing.T) {
+	const service = 10 * time.Millisecond
+	opts := admission.Options{QueueSize: 1000, QueueTimeout: 5 * time.Second, CoDelTarget: 5 * time.Millisecond, CoDelInterval: 100 * time.Millisecond}
+	t.Run("burst drains", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			c := newController(t, 10, opts)
+			// 2x the slots at once: the second half waits one service time
+			// (10 ms, above target) but the queue is gone well within 100 ms.
+			var wg sync.WaitGroup
+			for range 20 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					p, err := c.Acquire(context.Background(), admission.Request{})
+					if err != nil {
+						t.Errorf("burst request shed: %v", err)
+						return
+					}
+					time.Sleep(service)
+					p.Release()
+				}()
+			}
+			wg.Wait()
+		})
+	})
+	t.Run("standing queue", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			c := newController(t, 10, opts)
+			res := simulate(t, c, 3*time.Second, 4, flowSpec{name: "x", rate: 1500, service: service})["x"]
+			if res.shed[admission.ReasonCoDel] == 0 {
+				t.Fatalf("got sheds %v at 1.5x load, want CoDel sheds", res.shed)
+			}
+			if got := res.waitQuantile(0.5); got > opts.CoDelTarget {
+				t.Errorf("median queueing delay of served requests: got %v, want <= target %v", got, opts.CoDelTarget)
+			}
+			if got := res.successRatio(); got < 0.6 {
+				t.Errorf("success ratio %.3f at 1.5x, want about 1/1.5 (goodput kept)", got)
+			}
+		})
+	})
+	t.Run("without CoDel the queue stands", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			o := opts
+			o.CoDelTarget = 0
+			c := newController(t, 10, o)
+			res := simulate(t, c, 3*time.Second, 4, flowSpec{name: "x", rate: 1500, service: service})["x"]
+			if got := res.waitQuantile(0.5); got < 100*time.Millisecond {
+				t.Errorf("median queueing delay without CoDel: got %v, want a standing queue (>= 100ms)", got)
+			}
+		})
+	})
+}
+
+// A queued request whose remaining budget is shorter than the expected
+// service time is shed (reason deadline) instead of being served late.
+func TestDeadlines(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const service = 50 * time.Millisecond
+		c := newController(t, 1, admission.Options{QueueSize: 100, QueueTimeout: 5 * time.Second})
+		// Teach the controller its service time.
+		p := mustAcquire(t, c)
+		time.Sleep(service)
+		p.Done(limit.Sample{Now: time.Now(), RTT: service})
+
+		// Already hopeless on arrival: shed at once, without waiting.
+		held := mustAcquire(t, c)
+		start := time.Now()
+		_, err := c.Acquire(context.Background(), admission.Request{Deadline: time.Now().Add(30 * time.Millisecond)})
+		if reasonOf(err) != admission.ReasonDeadline || time.Since(start) != 0 {
+			t.Fatalf("got %v after %v, want shed deadline at once", err, time.Since(start))
+		}
+		// Queued with 120 ms of budget: it must start by 70 ms to finish in
+		// time, so it gives up at 70 ms rather than at the queue timeout.
+		out := make(chan result, 1)
+		enqueue(context.Background(), c, 1, admission.Request{Deadline: time.Now().Add(120 * time.Millisecond)}, out)
+		r := <-out
+		if reasonOf(r.err) != admission.ReasonDeadline || r.at != 70*time.Millisecond {
+			t.Fatalf("got %v after %v, want shed deadline after 70ms", r.err, r.at)
+		}
+		// A roomy budget waits and is served.
+		enqueue(context.Background(), c, 2, admission.Request{Deadline: time.Now().Add(time.Second)}, out)
+		time.Sleep(service)
+		held.Release()
+		if r := <-out; r.err != nil {
+			t.Fatalf("got %v, want the request with budget to spare served", r.err)
+		} else {
+			r.p.Release()
+		}
+		if st := c.Stats(); st.Shed["deadline"] != 2 {
+			t.Fatalf("got %d deadline sheds, want 2", st.Shed["deadline"])
+		}
+	})
+}
+
+func TestHigherPriorityDisplacesLower(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newController(t, 1, admission.Options{QueueSize: 2})
+		held := mustAcquire(t, c)
+		out := make(chan result, 4)
+		enqueue(context.Background(), c, 1, admission.Request{Priority: admission.Sheddable}, out)
+		enqueue(context.Background(), c, 2, admission.Request{Priority: admission.Sheddable}, out)
+		enqueue(context.Background(), c, 3, admission.Request{Priority: admission.CriticalPlus}, out)
+		r := <-out
+		if r.id != 2 || reasonOf(r.err) != admission.ReasonPriority {
+			t.Fatalf("got waiter %d with %v, want the newest sheddable (2) displaced with reason priority", r.id, r.err)
+		}
+		// Equal or lower priority cannot displace anyone.
+		if _, err := c.Acquire(context.Background(), admission.Request{Priority: admission.Sheddable}); reasonOf(err) != admission.ReasonQueueFull {
+			t.Fatalf("got %v, want queue-full for a sheddable arrival", err)
+		}
+		held.Release()
+		r = <-out
+		if r.id != 3 || r.err != nil {
+			t.Fatalf("got waiter %d (%v) served first, want the critical-plus one", r.id, r.err)
+		}
+		r.p.Release()
+		(<-out).p.Release()
+	})
+}
+
+func TestWeightedTenants(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const service = 10 * time.Millisecond
+		c := newController(t, 2, admission.Options{QueueSize: 200, QueueTimeout: time.Minute,
+			TenantWeight: func(t string) float64 {
+				if t == "gold" {
+					return 3
+				}
+				return 1
+			}})
+		res := simulate(t, c, 5*time.Second, 5,
+			flowSpec{name: "gold", rate: 400, req: admission.Request{Tenant: "gold"}, service: service},
+			flowSpec{name: "plain", rate: 400, req: admission.Request{Tenant: "plain"}, service: service})
+		ratio := float64(res["gold"].served) / float64(res["plain"].served)
+		if ratio < 2.5 || ratio > 3.5 {
+			t.Errorf("gold/plain served: got %.2f (%d/%d), want about 3 (their weights)", ratio, res["gold"].served, res["plain"].served)
+		}
+	})
+}
+
+// While a queue stands, adaptive LIFO serves the newest request first: the
+// oldest are the likeliest to have been given up on.
+func TestAdaptiveLIFO(t *testing.T) {
+	for _, tt := range []struct {
+		lifo bool
+		want []int
+	}{
+		{false, []int{1, 2, 3}},
+		{true, []int{1, 3, 2}},
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			c := newController(t, 1, admission.Options{CoDelTarget: 5 * time.Millisecond, AdaptiveLIFO: tt.lifo})
+			held := mustAcquire(t, c)
+			out := make(chan result, 3)
+			enqueue(context.Background(), c, 1, admission.Request{}, out)
+			time.Sleep(10 * time.Millisecond) // sojourn above target: the queue stands
+			enqueue(context.Background(), c, 2, admission.Request{}, out)
+			enqueue(context.Background(), c, 3, admission.Request{}, out)
+			held.Release()
+			var got []int
+			for range 3 {
+				r := <-out
+				if r.err != nil {
+					t.Fatalf("waiter %d: %v", r.id, r.err)
+				}
+				got = append(got, r.id)
+				r.p.Release()
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Fatalf("lifo=%v: got order %v, want %v", tt.lifo, got, tt.want)
+			}
+		})
+	}
+}
