@@ -55,7 +55,6 @@ type flow struct {
 	index      int // in fairClass.heap
 }
 
-
 func newFairQueue(max, perTenant int, minShare float64, weight func(string) float64) *fairQueue {
 	q := &fairQueue{max: max, perTenant: perTenant, minShare: minShare, weight: weight}
 	for i := range q.classes {

@@ -55,4 +55,3 @@ func (l *waitList) remove(w *waiter) {
 	w.prev, w.next = nil, nil
 	l.n--
 }
-
