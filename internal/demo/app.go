@@ -1,0 +1,163 @@
+// Package demo is sluice's embedded demo application: a synthetic
+// server-side-rendering page whose cost per request is set by the request
+// (?cpu=<ms> of CPU work, default 5, and ?sleep=<ms> of I/O wait), served by
+// `sluice serve` when nothing else is configured and by the single-threaded
+// workers of `sluice demo`.
+//
+// The CPU work is a fixed amount of computation calibrated to take cpu ms
+// on an idle core, not a wall-clock spin: two renders sharing one core both
+// finish late, as two renders interleaved on one Node.js event loop do. That
+// is the behaviour sluice exists to manage.
+package demo
+
+import (
+	"fmt"
+	"hash/fnv"
+	"html"
+	"io"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+)
+
+// Limits on what a request may ask for, so the demo cannot be made to spin
+// for minutes.
+const (
+	DefaultCPU = 5 * time.Millisecond
+	MaxCPU     = 10 * time.Second
+	MaxSleep   = 60 * time.Second
+)
+
+// Work is a calibrated unit of CPU work. The zero value is not usable: use
+// Calibrate or NewWork.
+type Work struct {
+	perMilli float64 // work units per millisecond of one idle core
+}
+
+// NewWork returns Work with a known calibration (units per millisecond),
+// as measured by Calibrate in another process.
+func NewWork(unitsPerMilli float64) Work { return Work{perMilli: unitsPerMilli} }
+
+// UnitsPerMilli returns the calibration, to pass to other processes.
+func (w Work) UnitsPerMilli() float64 { return w.perMilli }
+
+// Calibrate measures how many work units one core does per millisecond by
+// running the work for about d. Call it on an idle machine.
+func Calibrate(d time.Duration) Work {
+	var units int
+	var sink uint64
+	start := time.Now()
+	for time.Since(start) < d {
+		sink += unit(units)
+		units++
+	}
+	_ = sink
+	el := time.Since(start)
+	return Work{perMilli: float64(units) / (float64(el) / float64(time.Millisecond))}
+}
+
+// Do performs d's worth of CPU work and returns a value that depends on it
+// (so the compiler cannot drop it).
+func (w Work) Do(d time.Duration) uint64 {
+	n := int(w.perMilli * float64(d) / float64(time.Millisecond))
+	var sink uint64
+	for i := range n {
+		sink += unit(i)
+	}
+	return sink
+}
+
+// unit is one unit of work: format and hash a row of markup, which is what
+// a renderer spends its time on.
+func unit(i int) uint64 {
+	var buf [64]byte
+	b := append(buf[:0], "<li class=\"row\">"...)
+	b = strconv.AppendInt(b, int64(i), 10)
+	b = append(b, "</li>"...)
+	h := fnv.New64a()
+	h.Write(b)
+	return h.Sum64()
+}
+
+// App is the demo page. Safe for concurrent use.
+type App struct {
+	Work Work
+	// Name is shown on the page (e.g. "worker 3").
+	Name string
+
+	rendered atomic.Int64
+	inflight atomic.Int64
+	peak     atomic.Int64
+}
+
+// Stats is what an App has done.
+type Stats struct {
+	Rendered     int64 `json:"rendered"`
+	Inflight     int64 `json:"inflight"`
+	PeakInflight int64 `json:"peakInflight"`
+}
+
+// Stats returns the App's counters.
+func (a *App) Stats() Stats {
+	return Stats{Rendered: a.rendered.Load(), Inflight: a.inflight.Load(), PeakInflight: a.peak.Load()}
+}
+
+// ServeHTTP renders the page: ?cpu=<ms> of CPU work (default 5), then
+// ?sleep=<ms> of waiting. Bad parameters get 400.
+func (a *App) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	cpu, err := msParam(r, "cpu", DefaultCPU, MaxCPU)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	sleep, err := msParam(r, "sleep", 0, MaxSleep)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	n := a.inflight.Add(1)
+	defer a.inflight.Add(-1)
+	for p := a.peak.Load(); n > p && !a.peak.CompareAndSwap(p, n); p = a.peak.Load() {
+	}
+	start := time.Now()
+	sum := a.Work.Do(cpu)
+	if sleep > 0 {
+		t := time.NewTimer(sleep)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+		}
+	}
+	a.rendered.Add(1)
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	fmt.Fprintf(w, "<!doctype html><html><head><title>sluice demo</title></head><body>"+
+		"<h1>Rendered by %s</h1><p>%v of CPU work (checksum %x), %v of waiting, in %v.</p></body></html>\n",
+		html.EscapeString(a.Name), cpu, sum&0xffff, sleep, time.Since(start).Round(time.Microsecond))
+}
+
+func msParam(r *http.Request, name string, def, maxV time.Duration) (time.Duration, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, nil
+	}
+	ms, err := strconv.ParseFloat(v, 64)
+	if err != nil || ms < 0 || ms != ms {
+		return 0, fmt.Errorf("demo: %s=%q: want a non-negative number of milliseconds", name, v)
+	}
+	d := time.Duration(ms * float64(time.Millisecond))
+	if d > maxV {
+		return 0, fmt.Errorf("demo: %s=%q: at most %v", name, v, maxV)
+	}
+	return d, nil
+}
+
+// StatsHandler serves a's Stats as JSON.
+func (a *App) StatsHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s := a.Stats()
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, fmt.Sprintf(`{"rendered":%d,"inflight":%d,"peakInflight":%d}`+"\n", s.Rendered, s.Inflight, s.PeakInflight))
+	})
+}

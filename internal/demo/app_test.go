@@ -1,0 +1,103 @@
+package demo
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParams(t *testing.T) {
+	app := &App{Work: NewWork(1), Name: "w"}
+	tests := []struct {
+		query string
+		code  int
+	}{
+		{"", 200},
+		{"?cpu=1&sleep=0", 200},
+		{"?cpu=0.5", 200},
+		{"?cpu=-1", 400},
+		{"?cpu=abc", 400},
+		{"?cpu=NaN", 400},
+		{"?cpu=999999", 400},
+		{"?sleep=9999999", 400},
+	}
+	for _, tt := range tests {
+		rec := httptest.NewRecorder()
+		app.ServeHTTP(rec, httptest.NewRequest("GET", "/"+tt.query, nil))
+		if rec.Code != tt.code {
+			t.Errorf("%q: got %d, want %d", tt.query, rec.Code, tt.code)
+		}
+	}
+	if got := app.Stats().Rendered; got != 3 {
+		t.Errorf("got %d rendered, want 3", got)
+	}
+}
+
+// The work is CPU work, not a wall-clock spin: twice the units take about
+// twice the CPU. Measured in work units, not seconds, so it cannot flake.
+func TestWorkScales(t *testing.T) {
+	w := NewWork(1000)
+	if a, b := w.Do(time.Millisecond), w.Do(time.Millisecond); a != b {
+		t.Fatalf("same work gave %x and %x, want a deterministic checksum", a, b)
+	}
+	if w.Do(time.Millisecond) == w.Do(2*time.Millisecond) {
+		t.Fatal("1ms and 2ms of work gave the same checksum: the amount is ignored")
+	}
+	if c := Calibrate(20 * time.Millisecond); c.UnitsPerMilli() <= 0 {
+		t.Fatalf("calibration gave %v units/ms, want > 0", c.UnitsPerMilli())
+	}
+}
+
+func TestServeWorker(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- ServeWorker(ctx, ln, &App{Work: NewWork(100), Name: "worker 7"}) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("ServeWorker: %v", err)
+		}
+	}()
+	resp, err := http.Get("http://" + ln.Addr().String() + "/?cpu=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "worker 7") {
+		t.Fatalf("got %d %q, want the page rendered by worker 7", resp.StatusCode, body)
+	}
+	resp, err = http.Get("http://" + ln.Addr().String() + StatsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), `"rendered":1`) {
+		t.Fatalf("stats: got %s, want one render counted", body)
+	}
+}
+
+func TestWorkerListener(t *testing.T) {
+	if _, err := workerListener(func(string) string { return "" }); err == nil {
+		t.Fatal("no PORT nor SLUICE_SOCKET: got nil error, want one")
+	}
+	sock := t.TempDir() + "/w.sock"
+	ln, err := workerListener(func(k string) string { return map[string]string{"SLUICE_SOCKET": sock}[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if ln.Addr().Network() != "unix" || ln.Addr().String() != sock {
+		t.Fatalf("got %s %s, want unix %s", ln.Addr().Network(), ln.Addr(), sock)
+	}
+}
