@@ -27,6 +27,7 @@ func commands() []command {
 		{"bench", "open-loop load generator and overload report (only against your own servers)", runBench},
 		{"validate", "check a config file; --print-defaults prints every default", runValidate},
 		{"version", "print the version", runVersion},
+		{"demo-worker", "a single-threaded demo renderer on $PORT or $SLUICE_SOCKET (started by demo; usable as a worker)", runDemoWorker},
 	}
 }
 
@@ -66,7 +67,7 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "commands:")
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-12s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintln(w, "  help      help [command] prints a command's flags")
+	fmt.Fprintln(w, "  help         help [command] prints a command's flags")
 }
