@@ -74,7 +74,9 @@ type Server struct {
 	// its next request (http.Server.IdleTimeout). 0 = no limit.
 	KeepAliveTimeout time.Duration `yaml:"keepAliveTimeout"`
 	// HeadersTimeout is how long reading a request's headers may take
-	// (http.Server.ReadHeaderTimeout). 0 = no limit.
+	// (http.Server.ReadHeaderTimeout). It need not exceed KeepAliveTimeout:
+	// in net/http the idle wait and the header read are sequential phases.
+	// A shorter RequestTimeout caps it. 0 = no limit.
 	HeadersTimeout time.Duration `yaml:"headersTimeout"`
 	// RequestTimeout is how long reading the whole request, headers and body,
 	// may take (http.Server.ReadTimeout). 0 = no limit.
@@ -214,8 +216,7 @@ type Workers struct {
 	// WarmupRequests is how many GETs of WarmupPath a new process is sent
 	// before it takes traffic; 0 = none.
 	WarmupRequests int `yaml:"warmupRequests"`
-	// WarmupPath is the path warm-up requests ask for; required when
-	// WarmupRequests > 0.
+	// WarmupPath is the path warm-up requests ask for; "" = "/".
 	WarmupPath string `yaml:"warmupPath"`
 	// RestartBackoff spaces the restarts of a process that exits.
 	RestartBackoff Backoff `yaml:"restartBackoff"`
@@ -233,7 +234,7 @@ type Count int
 const CountAuto Count = 0
 
 // Resolve returns the number of processes to run given the number of
-// usable CPUs (runtime.GOMAXPROCS(0) respects container CPU limits).
+// CPUs.
 func (c Count) Resolve(cpus int) int {
 	if c == CountAuto {
 		return max(cpus, 1)

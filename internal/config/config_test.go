@@ -355,3 +355,34 @@ func TestAliasBombIsBounded(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// TestAccepted lists files that look suspicious but are right.
+func TestAccepted(t *testing.T) {
+	for _, tc := range []struct{ name, src string }{
+		// In Go the idle wait and the header read are sequential phases
+		// (docs/configuration.md): Node.js's headers > keep-alive rule does
+		// not apply.
+		{"headersTimeout below keepAliveTimeout", "server:\n  keepAliveTimeout: 65s\n  headersTimeout: 10s\n"},
+		{"requestTimeout below headersTimeout", "server:\n  headersTimeout: 66s\n  requestTimeout: 5s\n"},
+		{"timeouts off", "server:\n  keepAliveTimeout: 0\n  headersTimeout: 0\n  requestTimeout: 0\nproxy:\n  timeout: 0\n"},
+		{"admin off", "admin:\n  listen: \"off\"\n"},
+		{"admin public when written", "admin:\n  listen: 0.0.0.0:9090\n"},
+		{"listen on a free port", "server:\n  listen: 127.0.0.1:0\n"},
+		{"listen on IPv6", "server:\n  listen: \"[::1]:3000\"\n"},
+		{"listen by host name", "server:\n  listen: localhost:3000\n"},
+		{"ceiling below floor with backpressure off", "server:\n  maxConcurrentRequests: 2\n  backpressure: {enabled: false, minLimit: 5}\n"},
+		{"warm-up path defaults to /", "workers:\n  command: w\n  warmupRequests: 3\n"},
+		{"tenant keys", "tenants:\n  key: \"header:X-Tenant\"\n"},
+		{"tenant cookie", "tenants:\n  key: \"cookie:sid\"\n"},
+		{"tenant client IP", "tenants:\n  key: clientIP\n  weights: {\"10.0.0.1\": 2.5}\n"},
+		{"upstream by host name", "upstreams:\n  servers: [\"app.internal:8080\"]\n"},
+		{"fallback without body", "routes:\n  - fallback: {status: 503}\n"},
+		{"custom method", "routes:\n  - match: {method: PROPFIND, header: \"X-A:\"}\n"},
+		{"no queue", "server:\n  backpressure: {queueSize: 0, queueTimeout: 0}\n"},
+		{"strict priority", "overload:\n  priorityMinShare: 0\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mustParse(t, tc.src)
+		})
+	}
+}

@@ -20,7 +20,7 @@ func schemaPaths() []string {
 		}
 		switch {
 		case t.Kind() == reflect.Struct && t != prefixType:
-			if path != "" {
+			if path != "" && !strings.HasSuffix(path, "[]") {
 				out = append(out, path)
 			}
 			for i := range t.NumField() {

@@ -268,9 +268,6 @@ func (v *validator) workers(w *Workers) {
 	}
 	v.urlPath(at+"readyPath", w.ReadyPath, true)
 	v.positive(at+"startTimeout", w.StartTimeout)
-	if w.WarmupRequests > 0 && w.WarmupPath == "" {
-		v.errorf(at+"warmupRequests", "%d warm-up requests need a warmupPath to ask for", w.WarmupRequests)
-	}
 	v.urlPath(at+"warmupPath", w.WarmupPath, true)
 	v.positive(at+"restartBackoff.initial", w.RestartBackoff.Initial)
 	if w.RestartBackoff.Max < w.RestartBackoff.Initial {
