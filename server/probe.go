@@ -1,0 +1,48 @@
+package server
+
+import (
+	"io"
+	"net/http"
+	"strconv"
+)
+
+// front answers the probes and hands every other request to Handler.
+func (s *Server) front(c config, rs *runState) http.Handler {
+	next := s.Handler
+	if next == nil {
+		next = http.NotFoundHandler()
+	}
+	ready := s.Ready
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case c.health:
+			probe(w, r, http.StatusOK, "ok")
+			return
+		case c.ready:
+			if rs.draining.Load() || (ready != nil && !ready()) {
+				probe(w, r, http.StatusServiceUnavailable, "not ready")
+			} else {
+				probe(w, r, http.StatusOK, "ready")
+			}
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// probe writes a probe's answer: a short text body that no cache keeps.
+func probe(w http.ResponseWriter, r *http.Request, code int, body string) {
+	h := w.Header()
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		h.Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	if r.Method != http.MethodHead {
+		io.WriteString(w, body)
+	}
+}
