@@ -1,0 +1,338 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/sluicehq/sluice/admission"
+	"github.com/sluicehq/sluice/limit"
+)
+
+var errHung = errors.New("proxy: worker hung")
+
+// An exchange is one request sent to one worker. Its goroutine (run) owns
+// the worker side: it sends the request, reads the response into memory
+// ahead of the client, and frees the slot when the worker has finished,
+// whoever is still listening. The handler owns the client side: it waits
+// for the first batch (await), then relays (Proxy.relay). They meet under mu.
+//
+// The admission permit goes with the outcome: an exchange that fails before
+// the handler took its response hands the permit back to the handler
+// (failed), which may retry with it; otherwise run gives it back when the
+// worker has finished.
+type exchange struct {
+	p         *Proxy
+	ep        *endpoint
+	req       *http.Request // outgoing, with a context the client cannot cancel
+	cancel    context.CancelCauseFunc
+	permit    admission.Permit
+	start     time.Time
+	hangAfter time.Duration // silence after which the worker is hung; <= 0 never
+	limit     int           // bytes that may wait in memory for the client
+
+	notify chan struct{} // capacity 1: news for the handler
+	space  chan struct{} // capacity 1: the handler took data or left
+
+	mu       sync.Mutex
+	state    xstate
+	timedOut bool // the client was answered 504
+	resp     *http.Response
+	stream   bool // relay as it comes rather than after the whole body
+	sse      bool // text/event-stream: headers go out at once
+	chunks   []chunk
+	pending  int   // bytes in chunks
+	done     bool  // the worker has finished or failed
+	err      error // why it failed; nil when done after EOF
+	failed   bool  // err came before the handler took the response
+}
+
+type xstate uint8
+
+const (
+	waiting   xstate = iota // the handler awaits the first batch
+	delivered               // the handler relays
+	abandoned               // nobody listens: the client left or got 504
+)
+
+type chunk struct {
+	buf *[]byte
+	n   int
+}
+
+// outcome is what await tells the handler to do.
+type outcome uint8
+
+const (
+	outcomeRelay   outcome = iota // relay x's response
+	outcomeFailed                 // nothing was relayed; the permit is the handler's again
+	outcomeTimeout                // answer 504; run keeps the slot until the worker answers
+	outcomeGone                   // the client left; run keeps the slot until the worker answers
+)
+
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// run sends the request and reads the response. It runs in its own
+// goroutine, which ends when the worker has finished, failed, or was found
+// hung.
+func (x *exchange) run() {
+	var hung *time.Timer
+	if x.hangAfter > 0 {
+		hung = time.AfterFunc(x.hangAfter, func() { x.cancel(errHung) })
+	}
+	resp, err := x.ep.tr.RoundTrip(x.req)
+	if err != nil {
+		x.finish(nil, err, hung)
+		return
+	}
+	x.mu.Lock()
+	x.resp = resp
+	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	x.sse = ct == "text/event-stream"
+	x.stream = x.sse || resp.ContentLength < 0 || resp.ContentLength > int64(x.limit)
+	x.mu.Unlock()
+	signal(x.notify)
+	for {
+		buf := x.p.getBuf()
+		n, rerr := resp.Body.Read(*buf)
+		if hung != nil {
+			hung.Reset(x.hangAfter)
+		}
+		x.mu.Lock()
+		if n > 0 && x.state != abandoned {
+			x.chunks = append(x.chunks, chunk{buf, n})
+			x.pending += n
+		} else {
+			x.p.putBuf(buf)
+		}
+		if rerr != nil {
+			x.mu.Unlock()
+			if rerr == io.EOF {
+				rerr = nil
+			}
+			x.finish(resp, rerr, hung)
+			return
+		}
+		// More than limit is waiting for the client: stop reading, so that
+		// the worker finishes no sooner than the client lets it.
+		for x.pending > x.limit && x.state != abandoned {
+			x.mu.Unlock()
+			signal(x.notify)
+			if hung != nil {
+				hung.Stop()
+			}
+			<-x.space
+			if hung != nil {
+				hung.Reset(x.hangAfter)
+			}
+			x.mu.Lock()
+		}
+		x.mu.Unlock()
+		signal(x.notify)
+	}
+}
+
+// finish frees the slot, then settles the permit and the counters. err is
+// nil when the worker finished its response. (RoundTrip may fail with a
+// bare io.EOF: the worker closed the connection without answering.)
+func (x *exchange) finish(resp *http.Response, err error, hung *time.Timer) {
+	if hung != nil {
+		hung.Stop()
+	}
+	if resp != nil {
+		resp.Body.Close()
+	}
+	wasHung := context.Cause(x.req.Context()) == errHung
+	x.cancel(nil)
+	if wasHung {
+		err = errHung
+	}
+	now := time.Now()
+	p, e := x.p, x.ep
+	if err != nil {
+		e.failures.Add(1)
+		if isDialError(err) {
+			p.dialFailures.Add(1)
+		}
+	} else {
+		e.served.Add(1)
+	}
+	if wasHung {
+		p.hung.Add(1)
+		p.log.Error("proxy: worker hung; connection closed and slot freed",
+			slog.Int("worker", e.ID), slog.String("addr", e.Addr),
+			slog.Duration("silentFor", x.hangAfter), slog.String("path", x.req.URL.Path))
+	}
+	p.pool.release(e)
+
+	x.mu.Lock()
+	x.done, x.err = true, err
+	if err != nil && x.state == waiting {
+		x.failed = true
+	}
+	failed, timedOut := x.failed, x.timedOut
+	wasted := err == nil && x.state == abandoned
+	x.mu.Unlock()
+	if wasted {
+		p.wasted.Add(1)
+	}
+	switch {
+	case failed:
+		// The handler decides: retry with the permit, or give it back.
+	case err != nil && !timedOut:
+		x.permit.Release()
+	default:
+		x.permit.Done(limit.Sample{Now: now, RTT: now.Sub(x.start), Dropped: timedOut})
+	}
+	signal(x.notify)
+}
+
+// readyLocked reports whether the handler should start relaying: the
+// response is complete, or too large to wait for, or a stream with
+// something to send. REQUIRES x.mu held.
+func (x *exchange) readyLocked() bool {
+	switch {
+	case x.resp == nil:
+		return false
+	case x.done, x.pending > x.limit, x.sse:
+		return true
+	}
+	return x.stream && x.pending > 0
+}
+
+// abandonLocked leaves the response to run, which reads it to the end and
+// discards it. REQUIRES x.mu held.
+func (x *exchange) abandonLocked() {
+	x.state = abandoned
+	for _, c := range x.chunks {
+		x.p.putBuf(c.buf)
+	}
+	x.chunks, x.pending = nil, 0
+}
+
+// await waits for the handler's next step: the first batch of the response
+// is ready, the exchange failed before it (the permit is then the
+// handler's), the budget ran out (a positive budget only), or the client
+// left.
+func (x *exchange) await(ctx context.Context, budget time.Duration) outcome {
+	var expired <-chan time.Time
+	if budget > 0 {
+		t := time.NewTimer(budget)
+		defer t.Stop()
+		expired = t.C
+	}
+	for {
+		late, gone := false, false
+		select {
+		case <-x.notify:
+		case <-expired:
+			late = true
+		case <-ctx.Done():
+			gone = true
+		}
+		x.mu.Lock()
+		switch {
+		case x.failed:
+			x.mu.Unlock()
+			return outcomeFailed
+		case x.readyLocked():
+			x.state = delivered
+			x.mu.Unlock()
+			return outcomeRelay
+		case late || gone:
+			x.abandonLocked()
+			x.timedOut = late
+			x.mu.Unlock()
+			signal(x.space)
+			if late {
+				return outcomeTimeout
+			}
+			return outcomeGone
+		}
+		x.mu.Unlock()
+	}
+}
+
+// relay writes x's response to the client as it arrives, flushing after
+// each batch while more is to come.
+func (p *Proxy) relay(w http.ResponseWriter, r *http.Request, x *exchange) {
+	x.mu.Lock()
+	resp := x.resp
+	complete := x.done && x.err == nil
+	total := x.pending
+	x.mu.Unlock()
+
+	copyResponseHeader(w.Header(), resp.Header)
+	if complete && resp.ContentLength < 0 && bodyAllowed(r.Method, resp.StatusCode) {
+		w.Header().Set("Content-Length", itoa(total))
+	}
+	w.WriteHeader(resp.StatusCode)
+	rc := http.NewResponseController(w)
+	first := true
+	for {
+		x.mu.Lock()
+		chunks, done, err := x.chunks, x.done, x.err
+		x.chunks = nil
+		x.mu.Unlock()
+
+		var n int
+		var werr error
+		for _, c := range chunks {
+			if werr == nil {
+				_, werr = w.Write((*c.buf)[:c.n])
+			}
+			n += c.n
+			p.putBuf(c.buf)
+		}
+		x.mu.Lock()
+		if werr != nil {
+			x.abandonLocked()
+		} else {
+			x.pending -= n
+		}
+		x.mu.Unlock()
+		signal(x.space)
+		switch {
+		case werr != nil:
+			return // the client left; run finishes the worker's response
+		case done && err != nil:
+			// The worker failed mid-response: cut the client's connection
+			// rather than let a truncated body pass for a complete one.
+			p.aborted.Add(1)
+			p.log.Warn("proxy: worker failed mid-response", slog.Int("worker", x.ep.ID),
+				slog.String("path", r.URL.Path), slog.Any("error", err))
+			panic(http.ErrAbortHandler)
+		case done:
+			return
+		}
+		if n > 0 || first {
+			_ = rc.Flush()
+		}
+		first = false
+		select {
+		case <-x.notify:
+		case <-r.Context().Done():
+			x.mu.Lock()
+			x.abandonLocked()
+			x.mu.Unlock()
+			signal(x.space)
+			return
+		}
+	}
+}
+
+// bodyAllowed reports whether a response to method with status may carry
+// a body (RFC 9110 6.4.1).
+func bodyAllowed(method string, status int) bool {
+	return method != http.MethodHead && status >= 200 && status != http.StatusNoContent && status != http.StatusNotModified
+}

@@ -1,0 +1,355 @@
+package proxy_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/sluicehq/sluice/admission"
+	"github.com/sluicehq/sluice/internal/proxy"
+	"github.com/sluicehq/sluice/internal/supervisor"
+	"github.com/sluicehq/sluice/limit"
+)
+
+// render is an instrumented worker. It records the most requests it ever
+// held at once and the paths it received, in order. Paths:
+//
+//	/block/K   waits until the test opens gate K, then answers
+//	/sleep?d=D sleeps D (a render's cost, not synchronisation)
+//	/echo      answers the request body, and the request headers as X-Got-*
+//	/die       closes the connection without answering
+//	/cut       sends headers, 10 of 100 promised bytes, then closes
+//	/sse/K     sends an event, waits for gate K, sends another
+//	/big?n=N   answers N bytes, with Content-Length
+//	/chunked?n=N answers N bytes without Content-Length
+//	/hop       answers with hop-by-hop headers
+//
+// Anything else answers "<name> <path>".
+type render struct {
+	name string
+	dead bool // /die and /cut for every path
+
+	inflight atomic.Int64
+	peak     atomic.Int64
+	served   atomic.Int64
+
+	mu      sync.Mutex
+	gates   map[string]chan struct{}
+	allOpen bool
+	paths   []string
+	headers []http.Header
+	started chan string
+}
+
+func newRender(name string) *render {
+	return &render{name: name, gates: make(map[string]chan struct{}), started: make(chan string, 1000)}
+}
+
+func (w *render) gate(k string) chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	g, ok := w.gates[k]
+	if !ok {
+		g = make(chan struct{})
+		if w.allOpen {
+			close(g)
+		}
+		w.gates[k] = g
+	}
+	return g
+}
+
+// open lets /block/k (and /sse/k) finish.
+func (w *render) open(k string) { close(w.gate(k)) }
+
+// openAll opens every gate, present and future: the end of a test.
+func (w *render) openAll() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, g := range w.gates {
+		select {
+		case <-g:
+		default:
+			close(g)
+		}
+	}
+	w.allOpen = true
+}
+
+func (w *render) seen() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.paths)
+}
+
+func (w *render) lastHeader() http.Header {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.headers) == 0 {
+		return nil
+	}
+	return w.headers[len(w.headers)-1]
+}
+
+func (w *render) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	n := w.inflight.Add(1)
+	defer w.inflight.Add(-1)
+	for {
+		p := w.peak.Load()
+		if n <= p || w.peak.CompareAndSwap(p, n) {
+			break
+		}
+	}
+	w.mu.Lock()
+	w.paths = append(w.paths, r.URL.Path)
+	w.headers = append(w.headers, r.Header.Clone())
+	w.mu.Unlock()
+	w.started <- r.URL.Path
+
+	path := r.URL.Path
+	if w.dead {
+		path = "/die"
+	}
+	q := r.URL.Query()
+	switch {
+	case strings.HasPrefix(path, "/block/"):
+		<-w.gate(strings.TrimPrefix(path, "/block/"))
+	case path == "/sleep":
+		d, _ := time.ParseDuration(q.Get("d"))
+		time.Sleep(d)
+	case path == "/echo":
+		for k, vv := range r.Header {
+			rw.Header()["X-Got-"+k] = vv
+		}
+		rw.Header().Set("X-Got-Host", r.Host)
+		io.Copy(rw, r.Body)
+		w.served.Add(1)
+		return
+	case path == "/die":
+		panic(http.ErrAbortHandler)
+	case path == "/cut":
+		rw.Header().Set("Content-Length", "100")
+		io.WriteString(rw, "0123456789")
+		rw.(http.Flusher).Flush()
+		panic(http.ErrAbortHandler)
+	case strings.HasPrefix(path, "/sse/"):
+		rw.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(rw, "data: 1\n\n")
+		rw.(http.Flusher).Flush()
+		<-w.gate(strings.TrimPrefix(path, "/sse/"))
+		io.WriteString(rw, "data: 2\n\n")
+		w.served.Add(1)
+		return
+	case path == "/big" || path == "/chunked":
+		n, _ := strconv.Atoi(q.Get("n"))
+		if path == "/big" {
+			rw.Header().Set("Content-Length", strconv.Itoa(n))
+		}
+		b := []byte(strings.Repeat("x", 1024))
+		for n > 0 {
+			k := min(n, len(b))
+			rw.Write(b[:k])
+			n -= k
+			if path == "/chunked" {
+				rw.(http.Flusher).Flush()
+			}
+		}
+		w.served.Add(1)
+		return
+	case path == "/hop":
+		h := rw.Header()
+		h.Set("Connection", "X-Private")
+		h.Set("X-Private", "1")
+		h.Set("Keep-Alive", "timeout=5")
+		h.Set("Proxy-Thing", "1")
+		h.Set("X-Kept", "1")
+	}
+	fmt.Fprintf(rw, "%s %s", w.name, r.URL.Path)
+	w.served.Add(1)
+}
+
+// memNet is an in-memory network of net.Pipe connections, for tests under
+// testing/synctest (a bubble cannot wait on real sockets).
+type memNet struct {
+	mu sync.Mutex
+	ls map[string]*memListener
+}
+
+type memAddr string
+
+func (a memAddr) Network() string { return "mem" }
+func (a memAddr) String() string  { return string(a) }
+
+type memListener struct {
+	n      *memNet
+	addr   string
+	conns  chan net.Conn
+	closed chan struct{}
+	once   sync.Once
+}
+
+func (n *memNet) listen(addr string) *memListener {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.ls == nil {
+		n.ls = make(map[string]*memListener)
+	}
+	l := &memListener{n: n, addr: addr, conns: make(chan net.Conn), closed: make(chan struct{})}
+	n.ls[addr] = l
+	return l
+}
+
+func (n *memNet) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	n.mu.Lock()
+	l := n.ls[addr]
+	n.mu.Unlock()
+	refused := &net.OpError{Op: "dial", Net: network, Addr: memAddr(addr), Err: syscall.ECONNREFUSED}
+	if l == nil {
+		return nil, refused
+	}
+	c1, c2 := net.Pipe()
+	select {
+	case l.conns <- c2:
+		return c1, nil
+	case <-l.closed:
+		return nil, refused
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (l *memListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.closed:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *memListener) Close() error {
+	l.once.Do(func() {
+		close(l.closed)
+		l.n.mu.Lock()
+		delete(l.n.ls, l.addr)
+		l.n.mu.Unlock()
+	})
+	return nil
+}
+
+func (l *memListener) Addr() net.Addr { return memAddr(l.addr) }
+
+// rig is a Proxy with workers on a memNet, for tests in a synctest bubble.
+type rig struct {
+	t       *testing.T
+	net     *memNet
+	c       *admission.Controller
+	p       *proxy.Proxy
+	workers map[int]*render
+	nextID  int
+}
+
+// newRig builds a Proxy; co.SampleWindow is turned off unless set. Unless
+// co.Limit is set, the Controller's algorithm is a limit.Fixed that is also
+// the Proxy's SlotLimit, as sluice wires them.
+func newRig(t *testing.T, o proxy.Options, co admission.Options) *rig {
+	t.Helper()
+	if co.SampleWindow == 0 {
+		co.SampleWindow = -1
+	}
+	if co.Limit == nil {
+		fixed := limit.NewFixed(1)
+		co.Limit, o.SlotLimit = fixed, fixed
+	}
+	c, err := admission.New(co)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &rig{t: t, net: &memNet{}, c: c, workers: make(map[int]*render)}
+	o.Controller = c
+	o.Dial = g.net.dial
+	g.p, err = proxy.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, w := range g.workers {
+			w.openAll()
+		}
+		synctest.Wait()
+		g.p.CloseIdleConnections()
+		c.Close()
+	})
+	return g
+}
+
+// worker starts a worker of the given concurrency and adds it to the
+// Proxy; it returns the worker and its endpoint ID.
+func (g *rig) worker(concurrency int) (*render, int) {
+	g.nextID++
+	id := g.nextID
+	w := newRender("w" + strconv.Itoa(id))
+	addr := "worker" + strconv.Itoa(id)
+	l := g.net.listen(addr)
+	srv := &http.Server{Handler: w}
+	go srv.Serve(l)
+	g.t.Cleanup(func() { srv.Close() })
+	g.workers[id] = w
+	g.p.Add(supervisor.Endpoint{ID: id, Network: "tcp", Addr: addr, Concurrency: concurrency})
+	return w, id
+}
+
+// call is a request in flight through the Proxy's ServeHTTP.
+type call struct {
+	rec    *httptest.ResponseRecorder
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// send starts r through the Proxy in its own goroutine.
+func (g *rig) send(r *http.Request) *call {
+	ctx, cancel := context.WithCancel(r.Context())
+	c := &call{rec: httptest.NewRecorder(), cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		defer func() {
+			if v := recover(); v != nil && v != http.ErrAbortHandler {
+				panic(v)
+			}
+		}()
+		g.p.ServeHTTP(c.rec, r.WithContext(ctx))
+	}()
+	return c
+}
+
+func (g *rig) get(path string) *call {
+	return g.send(httptest.NewRequest("GET", path, nil))
+}
+
+// finished reports whether the call has returned; call after synctest.Wait.
+func (c *call) finished() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// result waits for the call and returns its status and body.
+func (c *call) result() (int, string) {
+	<-c.done
+	return c.rec.Code, c.rec.Body.String()
+}

@@ -1,0 +1,215 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/admission"
+	"github.com/sluicehq/sluice/limit"
+)
+
+// Defaults applied by New to zero fields of Options.
+const (
+	DefaultPingPath            = "/ping"
+	DefaultTimeout             = 30 * time.Second
+	DefaultHangGrace           = 10 * time.Second
+	DefaultMaxBodyBytes        = 10 << 20
+	DefaultBufferResponseBytes = 1 << 20
+	DefaultDialTimeout         = 2 * time.Second
+	// DefaultIdleConnTimeout is shorter than Node.js's 5 s keepAliveTimeout,
+	// so that sluice, not the worker, closes an idle connection: a request
+	// is then never written into a connection the worker is closing.
+	DefaultIdleConnTimeout = 4 * time.Second
+)
+
+// Options configure a Proxy. Only Controller is required; New replaces the
+// zero value of every other field with the default its comment gives.
+// Options is a plain value: New copies it.
+type Options struct {
+	// Controller is the one central queue: every request is admitted by it
+	// before it is dispatched. The Proxy sets its limit (see SlotLimit).
+	// Required.
+	Controller *admission.Controller
+
+	// SlotLimit, when the Controller was created with a *limit.Fixed, is
+	// that algorithm: the Proxy sets it along with the Controller's limit,
+	// or the algorithm's next decision would restore its own value. With
+	// another algorithm leave it nil; a limit above the slots is then
+	// absorbed by a wait here (Stats.SlotWaits).
+	SlotLimit *limit.Fixed
+
+	// Classify maps a request to its admission Request (priority, tenant,
+	// cost, deadline). nil treats every request alike: Critical, cost 1,
+	// no deadline. A Deadline, when set, replaces Timeout as the request's
+	// budget.
+	Classify func(*http.Request) admission.Request
+
+	// PingPath is answered 200 "pong" by the Proxy itself, whatever the
+	// method, never queued. Empty means DefaultPingPath; see NoPing.
+	PingPath string
+	// NoPing turns the ping path off: every path goes to the workers.
+	NoPing bool
+
+	// Timeout is how long a worker has, from dispatch, to answer (response
+	// headers, and the whole body when it is buffered) before the client
+	// gets 504 or its Fallback. The slot stays taken until the worker does
+	// answer. Zero means DefaultTimeout; negative means no limit.
+	Timeout time.Duration
+
+	// HangGrace is how long past the request's budget a worker may stay
+	// silent (no headers, or no body bytes for that long) before it is
+	// considered hung: its connection is closed, the slot freed, and the
+	// event logged and counted. Zero means DefaultHangGrace; negative means
+	// never (a hung worker keeps its slot until it is removed).
+	HangGrace time.Duration
+
+	// MaxBodyBytes bounds a request body; a larger one is answered 413
+	// without taking a slot. Zero means DefaultMaxBodyBytes; negative
+	// means no limit.
+	MaxBodyBytes int64
+
+	// BufferResponseBytes is how much of a response may wait in memory for
+	// a slow client. A response up to this size is read whole before the
+	// client sees it, and the slot is freed as soon as the worker has sent
+	// it. Larger responses and streams are relayed as they arrive, and the
+	// slot is held while the client is more than this far behind. Zero
+	// means DefaultBufferResponseBytes; negative means no buffering.
+	BufferResponseBytes int64
+
+	// NoRetry turns off the single retry, on another worker, of a GET or
+	// HEAD whose worker failed mid-request: it then gets 502 at once. (A
+	// request whose worker could not be reached at all is always sent to
+	// another one: nothing was sent.)
+	NoRetry bool
+
+	// SlowStart: among idle workers, those added less than SlowStart ago
+	// (cold: no JIT, empty caches) get a request only when every warm one
+	// is busy. Zero means no preference.
+	SlowStart time.Duration
+
+	// Fallbacks are responses served instead of shed, no-worker and timeout
+	// errors, such as a client-side-render shell. The one with the longest
+	// matching PathPrefix applies; SelectFallback replaces this choice.
+	Fallbacks []Fallback
+	// SelectFallback chooses the fallback for r, nil for none. nil means
+	// the longest matching PathPrefix in Fallbacks.
+	SelectFallback func(r *http.Request) *Fallback
+
+	// DialTimeout bounds connecting to a worker. Zero means
+	// DefaultDialTimeout.
+	DialTimeout time.Duration
+	// IdleConnTimeout is how long a keep-alive connection to a worker may
+	// sit unused. Zero means DefaultIdleConnTimeout.
+	IdleConnTimeout time.Duration
+	// MaxIdleConnsPerWorker bounds the idle keep-alive connections kept per
+	// worker. Zero means the worker's Concurrency.
+	MaxIdleConnsPerWorker int
+	// Dial connects to a worker ("tcp" or "unix"). nil means a net.Dialer
+	// with DialTimeout. Tests use it for an in-memory network.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+
+	// Logger receives hung workers, failed requests and endpoint changes.
+	// nil means no logging.
+	Logger *slog.Logger
+}
+
+// Fallback is a fixed response served instead of a shed, no-worker or
+// timeout error: for server-side rendering, a client-side-render shell,
+// as Hypernova's callers served when a render failed.
+type Fallback struct {
+	// PathPrefix selects the requests it applies to ("/" for all).
+	PathPrefix string
+	// Status is the response status; zero means 200.
+	Status int
+	// ContentType is the Content-Type; empty means
+	// "text/html; charset=utf-8".
+	ContentType string
+	// Body is the response body.
+	Body []byte
+}
+
+// Validate reports the first invalid field.
+func (o *Options) Validate() error {
+	if o.Controller == nil {
+		return errors.New("proxy: Options.Controller is required")
+	}
+	if o.PingPath != "" && !strings.HasPrefix(o.PingPath, "/") {
+		return fmt.Errorf("proxy: PingPath %q must start with /", o.PingPath)
+	}
+	for i, f := range o.Fallbacks {
+		if !strings.HasPrefix(f.PathPrefix, "/") {
+			return fmt.Errorf("proxy: Fallbacks[%d].PathPrefix %q must start with /", i, f.PathPrefix)
+		}
+		if f.Status != 0 && (f.Status < 200 || f.Status > 599) {
+			return fmt.Errorf("proxy: Fallbacks[%d].Status %d is outside 200..599", i, f.Status)
+		}
+	}
+	if o.MaxIdleConnsPerWorker < 0 {
+		return fmt.Errorf("proxy: MaxIdleConnsPerWorker %d is negative", o.MaxIdleConnsPerWorker)
+	}
+	if o.DialTimeout < 0 || o.IdleConnTimeout < 0 || o.SlowStart < 0 {
+		return errors.New("proxy: DialTimeout, IdleConnTimeout and SlowStart must not be negative")
+	}
+	return nil
+}
+
+func (o *Options) setDefaults() {
+	if o.PingPath == "" {
+		o.PingPath = DefaultPingPath
+	}
+	if o.NoPing {
+		o.PingPath = ""
+	}
+	if o.Timeout == 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.HangGrace == 0 {
+		o.HangGrace = DefaultHangGrace
+	}
+	if o.MaxBodyBytes == 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.BufferResponseBytes == 0 {
+		o.BufferResponseBytes = DefaultBufferResponseBytes
+	}
+	if o.BufferResponseBytes < 0 {
+		o.BufferResponseBytes = 0
+	}
+	if o.DialTimeout == 0 {
+		o.DialTimeout = DefaultDialTimeout
+	}
+	if o.IdleConnTimeout == 0 {
+		o.IdleConnTimeout = DefaultIdleConnTimeout
+	}
+	if o.Dial == nil {
+		d := &net.Dialer{Timeout: o.DialTimeout}
+		o.Dial = d.DialContext
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.SelectFallback == nil && len(o.Fallbacks) > 0 {
+		fbs := make([]Fallback, len(o.Fallbacks))
+		copy(fbs, o.Fallbacks)
+		o.SelectFallback = func(r *http.Request) *Fallback { return longestPrefix(fbs, r.URL.Path) }
+	}
+}
+
+// longestPrefix returns the fallback whose PathPrefix is the longest prefix
+// of path, nil when none is.
+func longestPrefix(fbs []Fallback, path string) *Fallback {
+	var best *Fallback
+	for i := range fbs {
+		f := &fbs[i]
+		if strings.HasPrefix(path, f.PathPrefix) && (best == nil || len(f.PathPrefix) > len(best.PathPrefix)) {
+			best = f
+		}
+	}
+	return best
+}

@@ -1,0 +1,310 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/supervisor"
+)
+
+var (
+	errNoWorker = errors.New("proxy: no worker")
+	errNoSlot   = errors.New("proxy: no idle worker slot in time")
+)
+
+// endpoint is a worker as the pool tracks it.
+type endpoint struct {
+	supervisor.Endpoint
+	host  string // the URL host of requests to it; only a connection-pool key
+	tr    *http.Transport
+	added time.Time
+
+	served   atomic.Uint64
+	failures atomic.Uint64
+
+	// Guarded by pool.mu.
+	outstanding int
+	routable    bool // neither draining nor removed
+	draining    bool
+	removed     bool
+	lastPick    uint64
+	idle        chan struct{} // made by Drain, closed when nothing is outstanding or on Remove
+}
+
+// warm reports whether e has been routable for at least slowStart.
+func (e *endpoint) warm(now time.Time, slowStart time.Duration) bool {
+	return slowStart <= 0 || now.Sub(e.added) >= slowStart
+}
+
+// slotWaiter is an admitted request that found no idle slot: possible only
+// while the Controller's limit is above the slots (see the package doc).
+type slotWaiter struct {
+	ready chan struct{} // closed when ep or err is set
+	ep    *endpoint
+	err   error
+}
+
+// pool is the set of endpoints and their slots. The Controller's limit is
+// kept at slots + retired, so that an admitted request finds an idle slot.
+//
+// Lock order: pool.mu, then the Controller's (setLimit is called with mu
+// held, so that limits are applied in the order they were computed). The
+// Controller never calls back into the pool.
+type pool struct {
+	slowStart time.Duration
+	setLimit  func(int)
+	slotWaits atomic.Uint64
+
+	mu      sync.Mutex
+	eps     []*endpoint // routable and draining, in the order added
+	byID    map[int]*endpoint
+	slots   int // sum of Concurrency of routable endpoints
+	retired int // requests outstanding on draining or removed endpoints
+	applied int // the limit last given to setLimit
+	seq     uint64
+	waiters []*slotWaiter // FIFO
+}
+
+func (p *pool) init(slowStart time.Duration, setLimit func(int)) {
+	p.slowStart = slowStart
+	p.setLimit = setLimit
+	p.byID = make(map[int]*endpoint)
+	p.applied = -1
+	p.mu.Lock()
+	p.applyLimitLocked()
+	p.mu.Unlock()
+}
+
+// applyLimitLocked gives the Controller the number of requests that may be
+// in flight: the routable slots, plus those still running on endpoints that
+// left, which hold their permits until they finish. REQUIRES p.mu held.
+func (p *pool) applyLimitLocked() {
+	if n := p.slots + p.retired; n != p.applied {
+		p.applied = n
+		p.setLimit(n)
+	}
+}
+
+// better reports whether a should be picked before b: warm before cold,
+// then the lower share of slots in use, then the one picked least recently
+// (round robin among equals).
+func (p *pool) better(a, b *endpoint, now time.Time) bool {
+	if wa, wb := a.warm(now, p.slowStart), b.warm(now, p.slowStart); wa != wb {
+		return wa
+	}
+	if la, lb := a.outstanding*b.Concurrency, b.outstanding*a.Concurrency; la != lb {
+		return la < lb
+	}
+	return a.lastPick < b.lastPick
+}
+
+// pickLocked takes the best idle slot not on an endpoint in exclude, or
+// returns nil. REQUIRES p.mu held.
+func (p *pool) pickLocked(now time.Time, exclude []int) *endpoint {
+	var best *endpoint
+	for _, e := range p.eps {
+		if !e.routable || e.outstanding >= e.Concurrency || slices.Contains(exclude, e.ID) {
+			continue
+		}
+		if best == nil || p.better(e, best, now) {
+			best = e
+		}
+	}
+	if best != nil {
+		best.outstanding++
+		p.seq++
+		best.lastPick = p.seq
+	}
+	return best
+}
+
+// take returns an endpoint with a slot taken for the caller, which must
+// give it back with release. It fails with errNoWorker when no endpoint
+// outside exclude is routable. When every slot is busy it fails with
+// errNoWorker too, unless wait is set: it then waits in FIFO order for up to
+// bound (forever when bound <= 0) and fails with errNoSlot, or ctx.Err()
+// when ctx is done first.
+func (p *pool) take(ctx context.Context, now time.Time, exclude []int, wait bool, bound time.Duration) (*endpoint, error) {
+	p.mu.Lock()
+	if e := p.pickLocked(now, exclude); e != nil {
+		p.mu.Unlock()
+		return e, nil
+	}
+	if !wait || p.slots == 0 {
+		p.mu.Unlock()
+		return nil, errNoWorker
+	}
+	w := &slotWaiter{ready: make(chan struct{})}
+	p.waiters = append(p.waiters, w)
+	p.mu.Unlock()
+	p.slotWaits.Add(1)
+
+	var expired <-chan time.Time
+	if bound > 0 {
+		t := time.NewTimer(bound)
+		defer t.Stop()
+		expired = t.C
+	}
+	var err error
+	select {
+	case <-w.ready:
+		return w.ep, w.err
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-expired:
+		err = errNoSlot
+	}
+	p.mu.Lock()
+	if w.ep != nil || w.err != nil {
+		// Decided in the same instant: a slot granted to nobody is handed on.
+		p.mu.Unlock()
+		if w.ep != nil {
+			p.release(w.ep)
+		}
+		return nil, err
+	}
+	p.waiters = slices.DeleteFunc(p.waiters, func(o *slotWaiter) bool { return o == w })
+	p.mu.Unlock()
+	return nil, err
+}
+
+// grantLocked hands idle slots to waiters, first come first served.
+// REQUIRES p.mu held.
+func (p *pool) grantLocked(now time.Time) {
+	for len(p.waiters) > 0 {
+		e := p.pickLocked(now, nil)
+		if e == nil {
+			return
+		}
+		w := p.waiters[0]
+		p.waiters = p.waiters[1:]
+		w.ep = e
+		close(w.ready)
+	}
+}
+
+// failWaitersLocked refuses every waiter once no endpoint is routable.
+// REQUIRES p.mu held.
+func (p *pool) failWaitersLocked() {
+	if p.slots > 0 {
+		return
+	}
+	for _, w := range p.waiters {
+		w.err = errNoWorker
+		close(w.ready)
+	}
+	p.waiters = nil
+}
+
+// release gives back a slot taken by take.
+func (p *pool) release(e *endpoint) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e.outstanding--
+	if e.routable {
+		p.grantLocked(time.Now())
+		return
+	}
+	p.retired--
+	p.applyLimitLocked()
+	if e.outstanding == 0 {
+		p.wakeDrainLocked(e)
+	}
+}
+
+func (p *pool) wakeDrainLocked(e *endpoint) {
+	if e.idle != nil {
+		close(e.idle)
+		e.idle = nil
+	}
+}
+
+// unrouteLocked takes e out of rotation: its slots leave the limit, the
+// requests it still runs stay in it until they finish. REQUIRES p.mu held.
+func (p *pool) unrouteLocked(e *endpoint) {
+	if !e.routable {
+		return
+	}
+	e.routable = false
+	p.slots -= e.Concurrency
+	p.retired += e.outstanding
+	p.applyLimitLocked()
+	p.failWaitersLocked()
+}
+
+// add makes e routable. It reports false when e.ID is already known.
+func (p *pool) add(e *endpoint) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.byID[e.ID]; ok {
+		return false
+	}
+	e.routable = true
+	p.eps = append(p.eps, e)
+	p.byID[e.ID] = e
+	p.slots += e.Concurrency
+	p.applyLimitLocked()
+	p.grantLocked(e.added)
+	return true
+}
+
+// drain stops new requests to id and waits until none is outstanding on
+// it, ctx is done, or it is removed.
+func (p *pool) drain(ctx context.Context, id int) error {
+	p.mu.Lock()
+	e := p.byID[id]
+	if e == nil {
+		p.mu.Unlock()
+		return nil
+	}
+	e.draining = true
+	p.unrouteLocked(e)
+	if e.outstanding == 0 {
+		p.mu.Unlock()
+		return nil
+	}
+	if e.idle == nil {
+		e.idle = make(chan struct{})
+	}
+	idle := e.idle
+	p.mu.Unlock()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// remove forgets id and returns its endpoint, nil when unknown.
+func (p *pool) remove(id int) *endpoint {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e := p.byID[id]
+	if e == nil {
+		return nil
+	}
+	delete(p.byID, id)
+	p.eps = slices.DeleteFunc(p.eps, func(o *endpoint) bool { return o == e })
+	p.unrouteLocked(e)
+	e.removed = true
+	p.wakeDrainLocked(e)
+	return e
+}
+
+func (p *pool) ready() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.slots > 0
+}
+
+func (p *pool) endpoints() []*endpoint {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.eps)
+}

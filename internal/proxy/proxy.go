@@ -1,0 +1,427 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluicehq/sluice/admission"
+	"github.com/sluicehq/sluice/internal/supervisor"
+)
+
+// Proxy is an http.Handler that sends each request to an idle worker slot,
+// and a supervisor.Balancer that the supervisor tells which workers exist.
+//
+// Create one with New. All methods are safe for concurrent use. ServeHTTP
+// blocks while the request waits for admission and for its worker; the
+// worker's side of a request may outlive ServeHTTP (after a 504 or a client
+// that hung up) until the worker has finished.
+type Proxy struct {
+	o    Options
+	c    *admission.Controller
+	log  *slog.Logger
+	pool pool
+	bufs sync.Pool // *[]byte of bufSize
+
+	wasted          atomic.Uint64
+	neverDispatched atomic.Uint64
+	badGateway      atomic.Uint64
+	gatewayTimeout  atomic.Uint64
+	noWorker        atomic.Uint64
+	retries         atomic.Uint64
+	dialFailures    atomic.Uint64
+	hung            atomic.Uint64
+	aborted         atomic.Uint64
+	fallbacks       atomic.Uint64
+	tooLarge        atomic.Uint64
+	bodyTimeouts    atomic.Uint64
+}
+
+var (
+	_ http.Handler        = (*Proxy)(nil)
+	_ supervisor.Balancer = (*Proxy)(nil)
+)
+
+const bufSize = 32 << 10
+
+// New returns a Proxy with no workers: until the first Add every request
+// gets 503 "no worker". It sets the Controller's limit to the slots (none
+// yet: the Controller clamps that to 1).
+func New(o Options) (*Proxy, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	o.setDefaults()
+	p := &Proxy{o: o, c: o.Controller, log: o.Logger}
+	p.bufs.New = func() any { b := make([]byte, bufSize); return &b }
+	p.pool.init(o.SlowStart, func(n int) {
+		if o.SlotLimit != nil {
+			o.SlotLimit.Set(n)
+		}
+		o.Controller.SetLimit(n)
+	})
+	return p, nil
+}
+
+func (p *Proxy) getBuf() *[]byte  { return p.bufs.Get().(*[]byte) }
+func (p *Proxy) putBuf(b *[]byte) { p.bufs.Put(b) }
+
+// Add starts routing to e. It never blocks. A Concurrency below 1 counts
+// as 1; an ID already known is ignored (and logged).
+func (p *Proxy) Add(e supervisor.Endpoint) {
+	e.Concurrency = max(e.Concurrency, 1)
+	ep := &endpoint{
+		Endpoint: e,
+		host:     "worker-" + strconv.Itoa(e.ID),
+		tr:       p.transport(e),
+		added:    time.Now(),
+	}
+	if !p.pool.add(ep) {
+		p.log.Warn("proxy: endpoint added twice; ignored", slog.Int("worker", e.ID))
+		return
+	}
+	p.log.Info("proxy: endpoint added", slog.Int("worker", e.ID), slog.String("addr", e.Addr),
+		slog.Int("concurrency", e.Concurrency))
+}
+
+// Drain stops routing new requests to id and returns once none is in
+// flight on it, including requests whose client has gone or was answered
+// 504 and whose render is still running; or with ctx.Err() when ctx is done
+// first; or at once when id is unknown or removed meanwhile.
+func (p *Proxy) Drain(ctx context.Context, id int) error {
+	return p.pool.drain(ctx, id)
+}
+
+// Remove forgets id at once: no new request goes to it, and its idle
+// connections are closed. Requests in flight on it fail on their own.
+func (p *Proxy) Remove(id int) {
+	if e := p.pool.remove(id); e != nil {
+		e.tr.CloseIdleConnections()
+		p.log.Info("proxy: endpoint removed", slog.Int("worker", id))
+	}
+}
+
+// Ready reports whether at least one worker is routable: a readiness probe
+// should fail while it is false, since every request would get 503.
+func (p *Proxy) Ready() bool { return p.pool.ready() }
+
+// CloseIdleConnections closes the idle keep-alive connections to every
+// worker. Requests in flight are not interrupted.
+func (p *Proxy) CloseIdleConnections() {
+	for _, e := range p.pool.endpoints() {
+		e.tr.CloseIdleConnections()
+	}
+}
+
+func (p *Proxy) transport(e supervisor.Endpoint) *http.Transport {
+	network, addr, dial, timeout := e.Network, e.Addr, p.o.Dial, p.o.DialTimeout
+	idle := p.o.MaxIdleConnsPerWorker
+	if idle == 0 {
+		idle = e.Concurrency
+	}
+	return &http.Transport{
+		Proxy: nil, // never a proxy from the environment
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			ctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			return dial(ctx, network, addr)
+		},
+		MaxIdleConns:        idle,
+		MaxIdleConnsPerHost: idle,
+		IdleConnTimeout:     p.o.IdleConnTimeout,
+		DisableCompression:  true, // bodies pass through untouched
+		WriteBufferSize:     bufSize,
+		ReadBufferSize:      bufSize,
+	}
+}
+
+// ServeHTTP answers the ping path, reads the body, waits for admission,
+// and forwards the request to an idle worker slot.
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if p.o.PingPath != "" && r.URL.Path == p.o.PingPath {
+		h := w.Header()
+		h.Set("Content-Type", "text/plain; charset=utf-8")
+		h.Set("Cache-Control", "no-store")
+		_, _ = io.WriteString(w, "pong\n")
+		return
+	}
+	var req admission.Request
+	if p.o.Classify != nil {
+		req = p.o.Classify(r)
+	}
+	body, err := p.readBody(w, r)
+	if err != nil {
+		p.bodyError(w, r, err)
+		return
+	}
+	permit, err := p.c.Acquire(r.Context(), req)
+	if err != nil {
+		if reason, ok := admission.ShedReason(err); ok {
+			p.shed(w, r, reason)
+		} else {
+			p.neverDispatched.Add(1) // the client left while queued
+		}
+		return
+	}
+	p.forward(w, r, req, body, permit)
+}
+
+var errTooLarge = errors.New("proxy: request body too large")
+
+// readBody reads r's body whole, before a slot is taken.
+func (p *Proxy) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, nil
+	}
+	limit := p.o.MaxBodyBytes
+	if limit > 0 && r.ContentLength > limit {
+		return nil, errTooLarge
+	}
+	rd := r.Body
+	if limit > 0 {
+		rd = http.MaxBytesReader(w, r.Body, limit)
+	}
+	b := make([]byte, 0, max(r.ContentLength, 0)+1)
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := rd.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+func (p *Proxy) bodyError(w http.ResponseWriter, r *http.Request, err error) {
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.Is(err, errTooLarge) || errors.As(err, &mbe):
+		p.tooLarge.Add(1)
+		w.Header().Set("Connection", "close")
+		plain(w, http.StatusRequestEntityTooLarge, "Request Entity Too Large\n")
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		p.bodyTimeouts.Add(1)
+		w.Header().Set("Connection", "close")
+		plain(w, http.StatusRequestTimeout, "Request Timeout\n")
+	case r.Context().Err() != nil, errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
+		// The client hung up: nobody to answer.
+	default:
+		w.Header().Set("Connection", "close")
+		plain(w, http.StatusBadRequest, "Bad Request\n")
+	}
+}
+
+// forward dispatches the admitted request, retrying on another worker when
+// its worker cannot be reached (always) or failed mid-request (GET and HEAD,
+// once). It gives back permit, or hands it to the exchange that keeps the
+// slot.
+func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, req admission.Request, body []byte, permit admission.Permit) {
+	ctx := r.Context()
+	hdr := outgoingHeader(r, req)
+	var triedBuf [4]int
+	tried := triedBuf[:0]
+	retried := false
+	var lastErr error
+	for attempt := 0; ; attempt++ {
+		if ctx.Err() != nil {
+			permit.Release()
+			p.neverDispatched.Add(1)
+			return
+		}
+		now := time.Now()
+		budget := p.o.Timeout // negative: none
+		if !req.Deadline.IsZero() {
+			if budget = req.Deadline.Sub(now); budget <= 0 {
+				permit.Release()
+				p.timeout(w, r)
+				return
+			}
+		}
+		ep, err := p.pool.take(ctx, now, tried, attempt == 0, budget)
+		if err != nil {
+			permit.Release()
+			switch {
+			case ctx.Err() != nil:
+				p.neverDispatched.Add(1)
+			case attempt > 0:
+				p.fail(w, r, lastErr)
+			default:
+				p.noWorkerError(w, r)
+			}
+			return
+		}
+		if ctx.Err() != nil {
+			p.pool.release(ep)
+			permit.Release()
+			p.neverDispatched.Add(1)
+			return
+		}
+		if attempt > 0 {
+			hdr = hdr.Clone() // the last attempt's transport may still read the old one
+		}
+		setBudget(hdr, budget)
+		x := p.dispatch(ctx, r, ep, hdr, body, permit, budget)
+		switch x.await(ctx, budget) {
+		case outcomeRelay:
+			p.relay(w, r, x)
+			return
+		case outcomeTimeout:
+			p.timeout(w, r)
+			return
+		case outcomeGone:
+			return
+		}
+		lastErr = x.err
+		tried = append(tried, ep.ID)
+		switch {
+		case isDialError(lastErr):
+			p.log.Warn("proxy: worker unreachable; trying another", slog.Int("worker", ep.ID), slog.Any("error", lastErr))
+		case !p.o.NoRetry && !retried && (r.Method == http.MethodGet || r.Method == http.MethodHead):
+			retried = true
+			p.retries.Add(1)
+			p.log.Warn("proxy: worker failed; retrying on another", slog.Int("worker", ep.ID),
+				slog.String("path", r.URL.Path), slog.Any("error", lastErr))
+		default:
+			permit.Release()
+			p.fail(w, r, lastErr)
+			return
+		}
+	}
+}
+
+// dispatch starts the exchange of one attempt on ep, whose slot is taken.
+func (p *Proxy) dispatch(ctx context.Context, r *http.Request, ep *endpoint, hdr http.Header, body []byte, permit admission.Permit, budget time.Duration) *exchange {
+	xctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	out := &http.Request{
+		Method: r.Method,
+		URL: &url.URL{
+			Scheme:   "http",
+			Host:     ep.host,
+			Path:     r.URL.Path,
+			RawPath:  r.URL.RawPath,
+			RawQuery: r.URL.RawQuery,
+		},
+		Proto:      "HTTP/1.1",
+		ProtoMajor: 1,
+		ProtoMinor: 1,
+		Header:     hdr,
+		Host:       r.Host,
+		Body:       http.NoBody,
+	}
+	if len(body) > 0 {
+		out.ContentLength = int64(len(body))
+		out.Body = io.NopCloser(bytes.NewReader(body))
+		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	}
+	out = out.WithContext(xctx)
+	hangAfter := time.Duration(-1)
+	if budget >= 0 && p.o.HangGrace >= 0 {
+		hangAfter = budget + p.o.HangGrace
+	}
+	x := &exchange{
+		p:         p,
+		ep:        ep,
+		req:       out,
+		cancel:    cancel,
+		permit:    permit,
+		start:     time.Now(),
+		hangAfter: hangAfter,
+		limit:     int(min(p.o.BufferResponseBytes, 1<<40)),
+		notify:    make(chan struct{}, 1),
+		space:     make(chan struct{}, 1),
+	}
+	go x.run()
+	return x
+}
+
+func isDialError(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// shed answers a request the Controller refused.
+func (p *Proxy) shed(w http.ResponseWriter, r *http.Request, reason admission.Reason) {
+	if p.fallback(w, r, "shed", func(h http.Header) { h.Set("Sluice-Shed", reason.String()) }) {
+		return
+	}
+	admission.WriteShed(w, reason, p.c.RetryAfter(reason))
+}
+
+func (p *Proxy) noWorkerError(w http.ResponseWriter, r *http.Request) {
+	p.noWorker.Add(1)
+	if p.fallback(w, r, "no-worker", nil) {
+		return
+	}
+	w.Header().Set("Retry-After", "1")
+	plain(w, http.StatusServiceUnavailable, "No Worker Available\n")
+}
+
+func (p *Proxy) timeout(w http.ResponseWriter, r *http.Request) {
+	p.gatewayTimeout.Add(1)
+	if p.fallback(w, r, "timeout", nil) {
+		return
+	}
+	plain(w, http.StatusGatewayTimeout, "Gateway Timeout\n")
+}
+
+func (p *Proxy) fail(w http.ResponseWriter, r *http.Request, err error) {
+	p.badGateway.Add(1)
+	p.log.Warn("proxy: bad gateway", slog.String("path", r.URL.Path), slog.Any("error", err))
+	plain(w, http.StatusBadGateway, "Bad Gateway\n")
+}
+
+// fallback writes r's Fallback, if it has one, in place of the error kind.
+func (p *Proxy) fallback(w http.ResponseWriter, r *http.Request, kind string, decorate func(http.Header)) bool {
+	if p.o.SelectFallback == nil {
+		return false
+	}
+	f := p.o.SelectFallback(r)
+	if f == nil {
+		return false
+	}
+	p.fallbacks.Add(1)
+	h := w.Header()
+	ct := f.ContentType
+	if ct == "" {
+		ct = "text/html; charset=utf-8"
+	}
+	h.Set("Content-Type", ct)
+	h.Set("Content-Length", itoa(len(f.Body)))
+	h.Set("Cache-Control", "no-store")
+	h.Set(HeaderFallback, kind)
+	if decorate != nil {
+		decorate(h)
+	}
+	status := f.Status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write(f.Body)
+	return true
+}
+
+func plain(w http.ResponseWriter, code int, body string) {
+	h := w.Header()
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	_, _ = io.WriteString(w, body)
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

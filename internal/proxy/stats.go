@@ -1,0 +1,100 @@
+package proxy
+
+import "time"
+
+// Stats is a snapshot of a Proxy for the admin page.
+type Stats struct {
+	// Endpoints are the known workers, routable and draining, in the order
+	// they were added.
+	Endpoints []EndpointStats `json:"endpoints"`
+	// Slots is the number of routable worker slots.
+	Slots int `json:"slots"`
+	// Outstanding is the number of slots taken, on every endpoint.
+	Outstanding int `json:"outstanding"`
+
+	// WastedRenders counts responses a worker finished for a client that
+	// had already gone or been answered 504.
+	WastedRenders uint64 `json:"wastedRenders"`
+	// NeverDispatched counts admitted or queued requests whose client left
+	// before the request was sent: work saved.
+	NeverDispatched uint64 `json:"neverDispatched"`
+	// BadGateway counts 502 answers: no worker could be reached, or the
+	// worker failed before answering (after the retry, if any).
+	BadGateway uint64 `json:"badGateway"`
+	// GatewayTimeout counts 504 answers (or their Fallback).
+	GatewayTimeout uint64 `json:"gatewayTimeout"`
+	// NoWorker counts 503 "no worker" answers (or their Fallback).
+	NoWorker uint64 `json:"noWorker"`
+	// Retries counts GET and HEAD requests sent again after their worker
+	// failed mid-request.
+	Retries uint64 `json:"retries"`
+	// DialFailures counts attempts whose worker could not be reached.
+	DialFailures uint64 `json:"dialFailures"`
+	// Hung counts workers found silent past the budget and HangGrace.
+	Hung uint64 `json:"hung"`
+	// Aborted counts responses cut mid-body because the worker failed.
+	Aborted uint64 `json:"aborted"`
+	// Fallbacks counts Fallback responses served.
+	Fallbacks uint64 `json:"fallbacks"`
+	// BodyTooLarge and BodyTimeout count 413 and 408 answers.
+	BodyTooLarge uint64 `json:"bodyTooLarge"`
+	BodyTimeout  uint64 `json:"bodyTimeout"`
+	// SlotWaits counts admitted requests that found no idle slot and had to
+	// wait: zero unless the Controller's limit runs above the slots (see
+	// Options.SlotLimit).
+	SlotWaits uint64 `json:"slotWaits"`
+}
+
+// EndpointStats describes one worker.
+type EndpointStats struct {
+	ID          int       `json:"id"`
+	Network     string    `json:"network"`
+	Addr        string    `json:"addr"`
+	Concurrency int       `json:"concurrency"`
+	Outstanding int       `json:"outstanding"`
+	Served      uint64    `json:"served"`
+	Failures    uint64    `json:"failures"`
+	Draining    bool      `json:"draining"`
+	Added       time.Time `json:"added"`
+}
+
+// Stats returns a snapshot of the endpoints and counters.
+func (p *Proxy) Stats() Stats {
+	st := Stats{
+		WastedRenders:   p.wasted.Load(),
+		NeverDispatched: p.neverDispatched.Load(),
+		BadGateway:      p.badGateway.Load(),
+		GatewayTimeout:  p.gatewayTimeout.Load(),
+		NoWorker:        p.noWorker.Load(),
+		Retries:         p.retries.Load(),
+		DialFailures:    p.dialFailures.Load(),
+		Hung:            p.hung.Load(),
+		Aborted:         p.aborted.Load(),
+		Fallbacks:       p.fallbacks.Load(),
+		BodyTooLarge:    p.tooLarge.Load(),
+		BodyTimeout:     p.bodyTimeouts.Load(),
+		SlotWaits:       p.pool.slotWaits.Load(),
+	}
+	p.pool.mu.Lock()
+	st.Slots = p.pool.slots
+	st.Outstanding = p.pool.retired
+	st.Endpoints = make([]EndpointStats, 0, len(p.pool.eps))
+	for _, e := range p.pool.eps {
+		if e.routable {
+			st.Outstanding += e.outstanding
+		}
+		st.Endpoints = append(st.Endpoints, EndpointStats{
+			ID:          e.ID,
+			Network:     e.Network,
+			Addr:        e.Addr,
+			Concurrency: e.Concurrency,
+			Outstanding: e.outstanding,
+			Draining:    e.draining,
+			Added:       e.added,
+			Served:      e.served.Load(),
+			Failures:    e.failures.Load(),
+		})
+	}
+	p.pool.mu.Unlock()
+	return st
+}
