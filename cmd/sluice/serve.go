@@ -2,12 +2,304 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/sluicehq/sluice/admission"
+	"github.com/sluicehq/sluice/internal/config"
+	"github.com/sluicehq/sluice/internal/demo"
+	"github.com/sluicehq/sluice/internal/proxy"
+	"github.com/sluicehq/sluice/internal/supervisor"
+	"github.com/sluicehq/sluice/limit"
+	"github.com/sluicehq/sluice/server"
 )
 
-// TODO(owner of serve): replace this placeholder.
+func numCPU() int { return runtime.GOMAXPROCS(0) } // honours a cgroup CPU quota
+
+const serveUsage = `usage: sluice serve [-c sluice.yaml] [-log text|json] [-- worker command...]
+
+Runs the front server. With workers (the config's workers section, or a
+command after --) sluice starts and supervises them and dispatches each
+request to an idle one; with upstreams it fronts servers it does not start;
+with neither it serves the embedded demo app (?cpu=<ms>, ?sleep=<ms>) behind
+the admission controller, as a Go service using the library would.
+
+The first SIGTERM or SIGINT drains (readiness 503, drainDelay, stop
+accepting, in-flight requests finish, workers stop); a second cuts at once.
+SIGHUP restarts the workers one at a time.
+
+flags:
+`
+
+// runServe is `sluice serve`. It owns its signals (see serveSignals).
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "sluice serve: not implemented yet")
-	return 1
+	fs := flag.NewFlagSet("sluice serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("c", "", "config file (default ./"+config.DefaultFile+" when present, else built-in defaults)")
+	logFormat := fs.String("log", "text", "log format: text or json")
+	fs.Usage = func() { fmt.Fprint(fs.Output(), serveUsage); fs.PrintDefaults() }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	log, err := newLogger(stderr, *logFormat)
+	if err != nil {
+		fmt.Fprintln(stderr, "sluice serve:", err)
+		return 2
+	}
+	cfg, source, err := config.Resolve(*cfgPath)
+	if err != nil {
+		printConfigErrors(stderr, err)
+		return 1
+	}
+	if cmd := fs.Args(); len(cmd) > 0 {
+		if err := commandLineWorkers(cfg, cmd); err != nil {
+			fmt.Fprintln(stderr, "sluice serve:", err)
+			return 2
+		}
+	}
+	s, err := newService(cfg, source, log, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "sluice serve:", err)
+		return 1
+	}
+	return s.run(ctx)
+}
+
+func newLogger(w io.Writer, format string) (*slog.Logger, error) {
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, nil)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, nil)), nil
+	}
+	return nil, fmt.Errorf("-log %q: want text or json", format)
+}
+
+func printConfigErrors(w io.Writer, err error) {
+	if list := config.List(err); len(list) > 0 {
+		for _, e := range list {
+			fmt.Fprintln(w, e)
+		}
+		return
+	}
+	fmt.Fprintln(w, err)
+}
+
+// commandLineWorkers makes the command after -- the workers' command, with
+// the config's workers settings or their defaults.
+func commandLineWorkers(cfg *config.Config, cmd []string) error {
+	if cfg.Upstreams != nil {
+		return errors.New("a worker command after -- conflicts with the config's upstreams")
+	}
+	if cfg.Workers == nil {
+		d, err := config.Parse("defaults", []byte("workers: {command: [placeholder]}\n"))
+		if err != nil {
+			return err
+		}
+		cfg.Workers = d.Workers
+	}
+	cfg.Workers.Command = cmd
+	return nil
+}
+
+// service is one `sluice serve`: the components and their lifetimes.
+type service struct {
+	cfg  *config.Config
+	log  *slog.Logger
+	ctrl *admission.Controller
+	srv  *server.Server
+	sup  *supervisor.Supervisor // nil without workers
+	px   *proxy.Proxy           // nil in library mode
+	sat  *limit.Runtime         // nil in front mode
+	adm  *adminServer           // nil when the admin listener is off
+}
+
+func newService(cfg *config.Config, source string, log *slog.Logger, workerOut io.Writer) (*service, error) {
+	base := ""
+	if source != "" {
+		base = filepath.Dir(source)
+	}
+	s := &service{cfg: cfg, log: log}
+	var sig limit.Signal
+	if !frontMode(cfg) {
+		rt, err := limit.NewRuntime(limit.RuntimeOptions{Logger: log})
+		if err != nil {
+			return nil, err
+		}
+		s.sat, sig = rt, rt
+	}
+	slots := limit.NewFixed(1)
+	copts, err := controllerOptions(cfg, sig, slots, log)
+	if err != nil {
+		return nil, err
+	}
+	if s.ctrl, err = admission.New(copts); err != nil {
+		return nil, err
+	}
+	cls, err := classifier(cfg)
+	if err != nil {
+		return nil, err
+	}
+	var handler http.Handler
+	ready := func() bool { return true }
+	switch {
+	case frontMode(cfg):
+		popts, err := proxyOptions(cfg, s.ctrl, slots, cls, base, log)
+		if err != nil {
+			return nil, err
+		}
+		if s.px, err = proxy.New(popts); err != nil {
+			return nil, err
+		}
+		handler = s.px
+		if cfg.Workers != nil {
+			if s.sup, err = supervisor.New(s.px, supervisorOptions(cfg.Workers, base, workerOut, log)); err != nil {
+				return nil, err
+			}
+			ready = func() bool { return s.sup.Ready() && s.px.Ready() }
+		} else {
+			return nil, errors.New("upstreams are not supported yet") // TODO: static upstreams
+		}
+	default:
+		handler = s.demoHandler(cls)
+	}
+	if cfg.Server.AccessLog {
+		handler = accessLog(handler, log)
+	}
+	sc := cfg.Server
+	s.srv = &server.Server{
+		Addr:             sc.Listen,
+		Handler:          handler,
+		CertFile:         resolve(base, sc.TLS.CertFile),
+		KeyFile:          resolve(base, sc.TLS.KeyFile),
+		H2C:              sc.H2C,
+		KeepAliveTimeout: orNone(sc.KeepAliveTimeout),
+		HeadersTimeout:   orNone(sc.HeadersTimeout),
+		RequestTimeout:   orNone(sc.RequestTimeout),
+		ShutdownTimeout:  sc.ShutdownTimeout,
+		DrainDelay:       orNone(sc.DrainDelay),
+		MaxHeaderBytes:   int(sc.MaxHeaderBytes),
+		MaxConnections:   int(orNone(time.Duration(sc.MaxConnections))),
+		HealthPath:       sc.HealthPath,
+		ReadyPath:        sc.ReadyPath,
+		Ready:            ready,
+		Logger:           log,
+		// Queued requests keep their chance during the drain; those still
+		// waiting when it is cut are shed with reason shutdown.
+		OnCut: s.ctrl.Close,
+	}
+	if cfg.Admin.Enabled() {
+		s.adm = newAdminServer(s)
+	}
+	return s, nil
+}
+
+// orNone maps the file's 0 ("no limit") onto the components' negative.
+func orNone(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}
+
+// demoHandler is library mode: the embedded demo app behind the admission
+// middleware, as a Go service would wrap its own handler.
+func (s *service) demoHandler(cls *admission.Classifier) http.Handler {
+	app := &demo.App{Work: demo.Calibrate(50 * time.Millisecond), Name: "sluice (embedded demo app)"}
+	mux := http.NewServeMux()
+	if p := s.cfg.Proxy.PingPath; p != "" {
+		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "pong\n") })
+	}
+	mux.Handle("/", (&admission.Middleware{Controller: s.ctrl, Classify: cls.Classify}).Wrap(app))
+	return mux
+}
+
+// run serves until a signal drains (or cuts) the server, then stops the
+// workers and the rest, and returns the exit code: 0 for a complete drain.
+func (s *service) run(parent context.Context) int {
+	drainCtx, stopSignals := server.Signals(context.WithoutCancel(parent), s.srv.Cut)
+	defer stopSignals()
+	bg, stopBG := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer func() {
+		stopBG()
+		wg.Wait()
+	}()
+	if s.sat != nil {
+		wg.Go(func() { s.sat.Run(bg, 100*time.Millisecond) })
+	}
+	if s.adm != nil {
+		if err := s.adm.start(); err != nil {
+			s.log.Error("admin listener", "err", err)
+			return 1
+		}
+		defer s.adm.stop()
+	}
+	supDone := make(chan error, 1)
+	if s.sup != nil {
+		go func() { supDone <- s.sup.Run(bg) }()
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+		wg.Go(func() {
+			for {
+				select {
+				case <-bg.Done():
+					return
+				case <-hup:
+					s.rollingRestart(bg)
+				}
+			}
+		})
+	}
+	err := s.srv.Run(drainCtx)
+	code := 0
+	switch {
+	case errors.Is(err, server.ErrCut):
+		s.log.Error("drain cut short: requests were still running at shutdownTimeout", "err", err)
+		code = 1
+	case err != nil:
+		s.log.Error("server", "err", err)
+		code = 1
+	}
+	s.ctrl.Close()
+	if s.sup != nil {
+		// Every request has finished or been cut: the workers hold nothing
+		// more. They get StopTimeout each to exit.
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Workers.StopTimeout+time.Second)
+		if err := s.sup.Shutdown(ctx); err != nil {
+			s.log.Error("stopping workers", "err", err)
+			code = 1
+		}
+		cancel()
+		stopBG()
+		<-supDone
+	}
+	if code == 0 {
+		s.log.Info("drained; exiting")
+	}
+	return code
+}
+
+func (s *service) rollingRestart(ctx context.Context) {
+	s.log.Info("rolling restart requested")
+	if err := s.sup.RollingRestart(ctx); err != nil {
+		s.log.Error("rolling restart", "err", err)
+		return
+	}
+	s.log.Info("rolling restart done")
 }

@@ -42,19 +42,29 @@ func NewWork(unitsPerMilli float64) Work { return Work{perMilli: unitsPerMilli} 
 // UnitsPerMilli returns the calibration, to pass to other processes.
 func (w Work) UnitsPerMilli() float64 { return w.perMilli }
 
-// Calibrate measures how many work units one core does per millisecond by
-// running the work for about d. Call it on an idle machine.
+// Calibrate measures how many work units one core does per millisecond,
+// spending about d. It keeps the fastest of several short rounds, so that
+// a round slowed by preemption or a busy neighbour does not skew it.
 func Calibrate(d time.Duration) Work {
-	var units int
+	const batch = 256
+	rounds := 5
+	best := 0.0
 	var sink uint64
-	start := time.Now()
-	for time.Since(start) < d {
-		sink += unit(units)
-		units++
+	for range rounds {
+		units := 0
+		start := time.Now()
+		for time.Since(start) < d/time.Duration(rounds) {
+			for i := range batch {
+				sink += unit(units + i)
+			}
+			units += batch
+		}
+		if r := float64(units) / (float64(time.Since(start)) / float64(time.Millisecond)); r > best {
+			best = r
+		}
 	}
 	_ = sink
-	el := time.Since(start)
-	return Work{perMilli: float64(units) / (float64(el) / float64(time.Millisecond))}
+	return Work{perMilli: best}
 }
 
 // Do performs d's worth of CPU work and returns a value that depends on it

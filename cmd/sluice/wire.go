@@ -1,0 +1,216 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/sluicehq/sluice/admission"
+	"github.com/sluicehq/sluice/internal/config"
+	"github.com/sluicehq/sluice/internal/proxy"
+	"github.com/sluicehq/sluice/internal/supervisor"
+	"github.com/sluicehq/sluice/limit"
+)
+
+// This file maps the configuration onto the components' options. It holds
+// no behaviour of its own: every rule lives in the package it configures.
+
+// frontMode reports whether sluice fronts workers or upstreams (else it
+// serves the embedded demo app in-process, as a Go service would).
+func frontMode(cfg *config.Config) bool { return cfg.Workers != nil || cfg.Upstreams != nil }
+
+// controllerOptions builds the admission Controller's options. In front
+// mode the limit is the worker slots, set by the proxy through slots; in
+// library mode it is the configured backpressure algorithm over the
+// process's own saturation signal.
+func controllerOptions(cfg *config.Config, sig limit.Signal, slots *limit.Fixed, log *slog.Logger) (admission.Options, error) {
+	s, bp := cfg.Server, cfg.Server.Backpressure
+	o := admission.Options{
+		QueueSize:          bp.QueueSize,
+		QueueTimeout:       bp.QueueTimeout,
+		MaxSaturation:      bp.SaturationMax,
+		SampleWindow:       bp.SampleWindow,
+		SmoothingFactor:    bp.SmoothingFactor,
+		Logger:             log,
+		MinShare:           cfg.Overload.PriorityMinShare,
+		MaxQueuedPerTenant: cfg.Tenants.MaxQueuedPerTenant,
+		AdaptiveLIFO:       cfg.Overload.AdaptiveLIFO,
+	}
+	if o.QueueSize == 0 {
+		o.QueueSize = -1 // the file's 0 is "no queue"
+	}
+	if o.QueueTimeout == 0 {
+		o.QueueTimeout = -1 // the file's 0 is "no timeout"
+	}
+	if cfg.Overload.CoDel.Enabled {
+		o.CoDelTarget, o.CoDelInterval = cfg.Overload.CoDel.Target, cfg.Overload.CoDel.Interval
+	}
+	if w := cfg.Tenants.Weights; len(w) > 0 {
+		o.TenantWeight = func(t string) float64 { return w[t] }
+	}
+	if frontMode(cfg) {
+		o.Limit = slots
+		if !bp.Enabled {
+			o.QueueSize = -1
+		}
+		return o, nil
+	}
+	ceiling := bp.MaxLimit
+	if s.MaxConcurrentRequests > 0 && s.MaxConcurrentRequests < ceiling {
+		ceiling = s.MaxConcurrentRequests
+	}
+	if !bp.Enabled {
+		// Only the static limit, and excess shed at once, as the seed's
+		// maxConcurrentRequests alone.
+		o.Limit, o.QueueSize = limit.NewFixed(s.MaxConcurrentRequests), -1
+		return o, nil
+	}
+	o.Signal = sig
+	initial := min(bp.StartLimit(), ceiling)
+	switch bp.Algorithm {
+	case config.AlgorithmFixed:
+		o.Limit = limit.NewFixed(initial)
+	case config.AlgorithmGradient:
+		g, err := limit.NewGradient(limit.GradientOptions{Initial: initial, Min: min(bp.MinLimit, ceiling), Max: ceiling})
+		if err != nil {
+			return o, err
+		}
+		o.Limit = g
+	default:
+		a, err := limit.NewAIMD(limit.AIMDOptions{Initial: initial, Min: min(bp.MinLimit, ceiling), Max: ceiling, MaxSaturation: bp.SaturationMax})
+		if err != nil {
+			return o, err
+		}
+		o.Limit = a
+	}
+	return o, nil
+}
+
+// classifier builds the request classifier from routes, tenants and trust.
+func classifier(cfg *config.Config) (*admission.Classifier, error) {
+	key, err := admission.ParseTenantKey(cfg.Tenants.Key)
+	if err != nil {
+		return nil, err
+	}
+	c := &admission.Classifier{TrustedPeers: cfg.Server.TrustedPeers, Tenant: key}
+	for _, r := range cfg.Routes {
+		p, err := admission.ParsePriority(r.Priority)
+		if err != nil {
+			return nil, err
+		}
+		rule := admission.Rule{Method: r.Match.Method, PathPrefix: r.Match.PathPrefix, Priority: p, Cost: r.Cost, Timeout: r.Timeout}
+		if h := r.Match.Header; h != "" {
+			name, value, _ := strings.Cut(h, ":")
+			rule.Header, rule.HeaderValue = strings.TrimSpace(name), strings.TrimSpace(value)
+		}
+		c.Rules = append(c.Rules, rule)
+	}
+	return c, nil
+}
+
+// proxyOptions builds the proxy's options; fallbacks come from routes.
+func proxyOptions(cfg *config.Config, ctrl *admission.Controller, slots *limit.Fixed, cls *admission.Classifier, base string, log *slog.Logger) (proxy.Options, error) {
+	p := cfg.Proxy
+	o := proxy.Options{
+		Controller:          ctrl,
+		SlotLimit:           slots,
+		Classify:            cls.Classify,
+		PingPath:            p.PingPath,
+		NoPing:              p.PingPath == "",
+		Timeout:             p.Timeout,
+		MaxBodyBytes:        p.MaxBodyBytes,
+		BufferResponseBytes: p.BufferResponseBytes,
+		NoRetry:             !p.RetryIdempotent,
+		Logger:              log,
+	}
+	if o.Timeout == 0 {
+		o.Timeout = -1
+	}
+	if o.MaxBodyBytes == 0 {
+		o.MaxBodyBytes = -1
+	}
+	if o.BufferResponseBytes == 0 {
+		o.BufferResponseBytes = -1
+	}
+	for _, r := range cfg.Routes {
+		if r.Fallback == nil {
+			continue
+		}
+		body := []byte(r.Fallback.Body)
+		if f := r.Fallback.File; f != "" {
+			b, err := os.ReadFile(resolve(base, f))
+			if err != nil {
+				return o, fmt.Errorf("fallback for %s: %w", r.Match.PathPrefix, err)
+			}
+			body = b
+		}
+		prefix := r.Match.PathPrefix
+		if prefix == "" {
+			prefix = "/"
+		}
+		o.Fallbacks = append(o.Fallbacks, proxy.Fallback{PathPrefix: prefix, Status: r.Fallback.Status, ContentType: r.Fallback.ContentType, Body: body})
+	}
+	return o, nil
+}
+
+// supervisorOptions builds the worker supervisor's options.
+func supervisorOptions(w *config.Workers, base string, out io.Writer, log *slog.Logger) supervisor.Options {
+	o := supervisor.Options{
+		Command:         w.Command,
+		Count:           w.Count.Resolve(numCPU()),
+		Concurrency:     w.Concurrency,
+		Dir:             resolve(base, w.Dir),
+		AddressMode:     supervisor.AddressMode(w.Address),
+		ReadyPath:       w.ReadyPath,
+		StartTimeout:    w.StartTimeout,
+		WarmupRequests:  w.WarmupRequests,
+		WarmupPath:      w.WarmupPath,
+		BackoffMin:      w.RestartBackoff.Initial,
+		BackoffMax:      w.RestartBackoff.Max,
+		CrashLoopExits:  w.CrashLoop.Exits,
+		CrashLoopWindow: w.CrashLoop.Window,
+		StopTimeout:     w.StopTimeout,
+		Logger:          log,
+		Output:          out,
+	}
+	for k, v := range w.Env {
+		o.Env = append(o.Env, k+"="+v)
+	}
+	return o
+}
+
+// resolve makes p relative to the config file's directory base.
+func resolve(base, p string) string {
+	if p == "" || filepath.IsAbs(p) || base == "" {
+		return p
+	}
+	return filepath.Join(base, p)
+}
+
+// accessLog wraps h with one structured record per request.
+func accessLog(h http.Handler, log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		h.ServeHTTP(rec, r)
+		log.Info("access", "method", r.Method, "path", r.URL.Path, "status", rec.status,
+			"bytes", rec.bytes, "remote", r.RemoteAddr, "shed", rec.Header().Get(admission.HeaderShed))
+	})
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (r *statusRecorder) WriteHeader(code int) { r.status = code; r.ResponseWriter.WriteHeader(code) }
+func (r *statusRecorder) Write(p []byte) (int, error) {
+	n, err := r.ResponseWriter.Write(p)
+	r.bytes += int64(n)
+	return n, err
+}
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
