@@ -92,8 +92,7 @@ type Server struct {
 	// Backpressure.MaxLimit (and, with backpressure disabled, no limit).
 	MaxConcurrentRequests int `yaml:"maxConcurrentRequests"`
 	// MaxHeaderBytes bounds the request line and headers; above it the
-	// request gets 431 (http.Server.MaxHeaderBytes). 0 = net/http's default,
-	// 1 MiB.
+	// request gets 431 (http.Server.MaxHeaderBytes). Must be > 0.
 	MaxHeaderBytes int64 `yaml:"maxHeaderBytes"`
 	// MaxConnections bounds the open client connections; more wait in the
 	// kernel's accept queue. 0 = unlimited.

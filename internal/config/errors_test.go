@@ -50,6 +50,7 @@ func TestErrors(t *testing.T) {
 		{"bool for size", "proxy:\n  maxBodyBytes: true\n", 2, "proxy.maxBodyBytes", "want a size"},
 		{"bad duration", "server:\n  headersTimeout: abc\n", 2, "server.headersTimeout", `"abc" is not a duration`},
 		{"bad size unit", "server:\n  maxHeaderBytes: 10K\n", 2, "server.maxHeaderBytes", `"10K" is not a size`},
+		{"maxHeaderBytes zero", "server:\n  maxHeaderBytes: 0\n", 2, "server.maxHeaderBytes", "must be greater than 0 (got 0)"},
 		{"fractional bytes", "server:\n  maxHeaderBytes: 1.1B\n", 2, "server.maxHeaderBytes", "not a whole number of bytes"},
 		{"key not a string", "? [a]\n: 1\n", 1, "", "a key must be a string"},
 		{"bad merge", "server:\n  <<: 3\n", 2, "server", "a merge (<<) takes a mapping"},

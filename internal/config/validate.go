@@ -183,6 +183,9 @@ func (v *validator) server(s *Server) {
 	if s.H2C && s.TLS.Enabled() {
 		v.errorf("server.h2c", "h2c is HTTP/2 without TLS; with TLS, HTTP/2 is negotiated by ALPN: remove one")
 	}
+	if s.MaxHeaderBytes <= 0 {
+		v.errorf("server.maxHeaderBytes", "must be greater than 0 (got %d)", s.MaxHeaderBytes)
+	}
 	v.positive("server.shutdownTimeout", s.ShutdownTimeout)
 	if s.ShutdownTimeout > 0 && s.DrainDelay >= s.ShutdownTimeout {
 		v.errorf("server.drainDelay", "%v is not shorter than shutdownTimeout (%v): no time would be left to drain", s.DrainDelay, s.ShutdownTimeout)
