@@ -71,12 +71,17 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return 2
 		}
 	}
-	s, err := newService(cfg, source, log, stderr)
+	s, err := newService(cfg, source, log, stderr, nil)
 	if err != nil {
 		fmt.Fprintln(stderr, "sluice serve:", err)
 		return 1
 	}
-	return s.run(ctx)
+	drainCtx, stopSignals := server.Signals(context.WithoutCancel(ctx), s.srv.Cut)
+	defer stopSignals()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	return s.run(drainCtx, hup)
 }
 
 func newLogger(w io.Writer, format string) (*slog.Logger, error) {
@@ -128,7 +133,10 @@ type service struct {
 	adm  *adminServer           // nil when the admin listener is off
 }
 
-func newService(cfg *config.Config, source string, log *slog.Logger, workerOut io.Writer) (*service, error) {
+// newService builds the components. also, when set, is told of every
+// worker the supervisor adds or removes, beside the proxy (sluice demo
+// uses it to reach the same workers without admission control).
+func newService(cfg *config.Config, source string, log *slog.Logger, workerOut io.Writer, also supervisor.Balancer) (*service, error) {
 	base := ""
 	if source != "" {
 		base = filepath.Dir(source)
@@ -167,7 +175,11 @@ func newService(cfg *config.Config, source string, log *slog.Logger, workerOut i
 		}
 		handler = s.px
 		if cfg.Workers != nil {
-			if s.sup, err = supervisor.New(s.px, supervisorOptions(cfg.Workers, base, workerOut, log)); err != nil {
+			var bal supervisor.Balancer = s.px
+			if also != nil {
+				bal = teeBalancer{s.px, also}
+			}
+			if s.sup, err = supervisor.New(bal, supervisorOptions(cfg.Workers, base, workerOut, log)); err != nil {
 				return nil, err
 			}
 			ready = func() bool { return s.sup.Ready() && s.px.Ready() }
@@ -228,11 +240,10 @@ func (s *service) demoHandler(cls *admission.Classifier) http.Handler {
 	return mux
 }
 
-// run serves until a signal drains (or cuts) the server, then stops the
+// run serves until drainCtx is done, drains (or is cut), then stops the
 // workers and the rest, and returns the exit code: 0 for a complete drain.
-func (s *service) run(parent context.Context) int {
-	drainCtx, stopSignals := server.Signals(context.WithoutCancel(parent), s.srv.Cut)
-	defer stopSignals()
+// Each value on restart asks for a rolling restart of the workers.
+func (s *service) run(drainCtx context.Context, restart <-chan os.Signal) int {
 	bg, stopBG := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	defer func() {
@@ -252,15 +263,12 @@ func (s *service) run(parent context.Context) int {
 	supDone := make(chan error, 1)
 	if s.sup != nil {
 		go func() { supDone <- s.sup.Run(bg) }()
-		hup := make(chan os.Signal, 1)
-		signal.Notify(hup, syscall.SIGHUP)
-		defer signal.Stop(hup)
 		wg.Go(func() {
 			for {
 				select {
 				case <-bg.Done():
 					return
-				case <-hup:
+				case <-restart:
 					s.rollingRestart(bg)
 				}
 			}
@@ -302,4 +310,14 @@ func (s *service) rollingRestart(ctx context.Context) {
 		return
 	}
 	s.log.Info("rolling restart done")
+}
+
+// teeBalancer tells two balancers of every worker change.
+type teeBalancer [2]supervisor.Balancer
+
+func (t teeBalancer) Add(e supervisor.Endpoint) { t[0].Add(e); t[1].Add(e) }
+func (t teeBalancer) Remove(id int)             { t[0].Remove(id); t[1].Remove(id) }
+func (t teeBalancer) Drain(ctx context.Context, id int) error {
+	err := t[1].Drain(ctx, id)
+	return errors.Join(t[0].Drain(ctx, id), err)
 }

@@ -65,8 +65,12 @@ func controllerOptions(cfg *config.Config, sig limit.Signal, slots *limit.Fixed,
 	}
 	if !bp.Enabled {
 		// Only the static limit, and excess shed at once, as the seed's
-		// maxConcurrentRequests alone.
-		o.Limit, o.QueueSize = limit.NewFixed(s.MaxConcurrentRequests), -1
+		// maxConcurrentRequests alone; with none, no limit at all.
+		n := s.MaxConcurrentRequests
+		if n <= 0 {
+			n = admission.MaxLimit
+		}
+		o.Limit, o.QueueSize = limit.NewFixed(n), -1
 		return o, nil
 	}
 	o.Signal = sig

@@ -1,0 +1,251 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The test binary doubles as the sluice binary: with this variable set it
+// runs main's command dispatch instead of the tests. Integration tests start
+// it as a real process, and sluice's supervisor re-executes it as a worker
+// (the variable is inherited).
+const runMainEnv = "SLUICE_TEST_RUN_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(runMainEnv) == "1" {
+		main()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// sluiceProcess is `sluice <args>` running as a child process.
+type sluiceProcess struct {
+	cmd    *exec.Cmd
+	out    *syncBuffer
+	done   chan struct{}
+	waitEr error
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+func startSluice(t *testing.T, args ...string) *sluiceProcess {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), runMainEnv+"=1")
+	p := &sluiceProcess{cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = p.out, p.out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.waitEr = cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-p.done
+		}
+		if t.Failed() {
+			t.Logf("sluice output:\n%s", p.out)
+		}
+	})
+	return p
+}
+
+// exitCode waits (at most within) for the process to exit.
+func (p *sluiceProcess) exitCode(t *testing.T, within time.Duration) int {
+	t.Helper()
+	select {
+	case <-p.done:
+		return p.cmd.ProcessState.ExitCode()
+	case <-time.After(within):
+		t.Fatalf("sluice still running after %v", within)
+		return -1
+	}
+}
+
+func writeConfig(t *testing.T, yaml string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "sluice.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "127.0.0.1:" + strconv.Itoa(port)
+}
+
+// get sends one request and returns its status and body; a transport error
+// is status 0.
+func get(url string, timeout time.Duration) (int, http.Header, string) {
+	c := &http.Client{Timeout: timeout}
+	resp, err := c.Get(url)
+	if err != nil {
+		return 0, nil, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+func TestServeDrainsOnSIGTERM(t *testing.T) {
+	addr, adminAddr := freeAddr(t), freeAddr(t)
+	cfg := writeConfig(t, fmt.Sprintf("server: {listen: %q, drainDelay: 300ms, shutdownTimeout: 5s}\nadmin: {listen: %q}\n", addr, adminAddr))
+	p := startSluice(t, "serve", "-c", cfg)
+	if err := waitReady(context.Background(), "http://"+addr+"/__sluice/ready", 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	type answer struct {
+		code int
+		body string
+	}
+	inflight := make(chan answer, 1)
+	go func() {
+		code, _, body := get("http://"+addr+"/?cpu=1&sleep=1500", 10*time.Second)
+		inflight <- answer{code, body}
+	}()
+	waitStats(t, adminAddr, func(s stats) bool { return s.Admission.Inflight == 1 })
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	if code, _, _ := get("http://"+addr+"/__sluice/ready", time.Second); code != http.StatusServiceUnavailable {
+		t.Errorf("readiness during the drain: got %d, want 503", code)
+	}
+	a := <-inflight
+	if a.code != http.StatusOK || !strings.Contains(a.body, "Rendered") {
+		t.Errorf("in-flight request: got %d %q, want it completed with 200", a.code, a.body)
+	}
+	if code := p.exitCode(t, 10*time.Second); code != 0 {
+		t.Errorf("exit code after a complete drain: got %d, want 0", code)
+	}
+}
+
+// waitStats polls the admin /stats of a running sluice until cond holds.
+func waitStats(t *testing.T, adminAddr string, cond func(stats) bool) stats {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var st stats
+		resp, err := http.Get("http://" + adminAddr + "/stats")
+		if err == nil {
+			err = jsonDecode(resp.Body, &st)
+			resp.Body.Close()
+			if err == nil && cond(st) {
+				return st
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("admin /stats never met the condition (last: %+v, err %v)", st, err)
+		}
+		time.Sleep(20 * time.Millisecond) // polling another process
+	}
+}
+
+func TestServeCutsAtShutdownTimeout(t *testing.T) {
+	addr, adminAddr := freeAddr(t), freeAddr(t)
+	cfg := writeConfig(t, fmt.Sprintf("server: {listen: %q, drainDelay: 100ms, shutdownTimeout: 700ms}\nadmin: {listen: %q}\n", addr, adminAddr))
+	p := startSluice(t, "serve", "-c", cfg)
+	if err := waitReady(context.Background(), "http://"+addr+"/__sluice/ready", 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	cut := make(chan int, 1)
+	go func() { code, _, _ := get("http://"+addr+"/?cpu=1&sleep=10000", 15*time.Second); cut <- code }()
+	waitStats(t, adminAddr, func(s stats) bool { return s.Admission.Inflight == 1 })
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	if code := p.exitCode(t, 10*time.Second); code == 0 {
+		t.Errorf("exit code after a cut drain: got 0, want non-zero")
+	}
+	if code := <-cut; code == http.StatusOK {
+		t.Errorf("the request outliving shutdownTimeout got 200, want it cut")
+	}
+}
+
+// Probes bypass a saturated, queue-full server, and the admin endpoints
+// report the limiter's state meanwhile.
+func TestServeProbesAndStatsUnderSaturation(t *testing.T) {
+	addr, adminAddr := freeAddr(t), freeAddr(t)
+	cfg := writeConfig(t, fmt.Sprintf(`server:
+  listen: %q
+  drainDelay: 100ms
+  shutdownTimeout: 1s
+  maxConcurrentRequests: 2
+  backpressure: {algorithm: fixed, queueSize: 2, queueTimeout: 20s}
+admin: {listen: %q}
+`, addr, adminAddr))
+	startSluice(t, "serve", "-c", cfg)
+	if err := waitReady(context.Background(), "http://"+addr+"/__sluice/ready", 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	for range 4 { // two in flight, two queued: they never finish within the test
+		go get("http://"+addr+"/?cpu=0&sleep=30000", 40*time.Second)
+	}
+	waitStats(t, adminAddr, func(s stats) bool { return s.Admission.Inflight == 2 && s.Admission.Queued == 2 })
+	code, h, _ := get("http://"+addr+"/", 5*time.Second)
+	if code != http.StatusServiceUnavailable || h.Get("Sluice-Shed") != "queue-full" || h.Get("Retry-After") == "" {
+		t.Fatalf("a request to the full server: got %d, Sluice-Shed %q, Retry-After %q; want 503 queue-full with Retry-After",
+			code, h.Get("Sluice-Shed"), h.Get("Retry-After"))
+	}
+	for _, path := range []string{"/__sluice/health", "/__sluice/ready"} {
+		if code, _, _ := get("http://"+addr+path, 2*time.Second); code != http.StatusOK {
+			t.Errorf("%s on a saturated server: got %d, want 200", path, code)
+		}
+	}
+	st := waitStats(t, adminAddr, func(s stats) bool { return s.Admission.Shed["queue-full"] >= 1 })
+	if st.Admission.Limit != 2 {
+		t.Errorf("/stats limit: got %d, want 2", st.Admission.Limit)
+	}
+	_, _, metrics := get("http://"+adminAddr+"/metrics", 2*time.Second)
+	for _, want := range []string{"sluice_inflight 2", "sluice_queued 2", "sluice_limit 2", `sluice_shed_total{reason="queue-full"} 1`} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+}
+
+// sluice demo runs its whole job, end to end, on a small scale.
+func TestDemo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real worker processes under load for several seconds")
+	}
+	t.Setenv(runMainEnv, "1") // the demo's workers are this test binary
+	var out, errOut syncBuffer
+	code := run(context.Background(), []string{"demo", "-workers", "2", "-cpu", "2ms", "-step", "1s", "-loads", "1,3", "-timeout", "500ms"}, &out, &errOut)
+	if code != 0 {
+		t.Fatalf("exit code %d, stderr:\n%s", code, errOut.String())
+	}
+	text := out.String()
+	for _, want := range []string{"measured capacity:", "(1x)", "(3x)", "sluice", "no admission", "goodput"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("demo output lacks %q:\n%s", want, text)
+		}
+	}
+}
