@@ -5,8 +5,8 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"mime"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -97,8 +97,7 @@ func (x *exchange) run() {
 	}
 	x.mu.Lock()
 	x.resp = resp
-	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	x.sse = ct == "text/event-stream"
+	x.sse = isEventStream(resp.Header.Get("Content-Type"))
 	x.stream = x.sse || resp.ContentLength < 0 || resp.ContentLength > int64(x.limit)
 	x.mu.Unlock()
 	signal(x.notify)
@@ -335,4 +334,12 @@ func (p *Proxy) relay(w http.ResponseWriter, r *http.Request, x *exchange) {
 // a body (RFC 9110 6.4.1).
 func bodyAllowed(method string, status int) bool {
 	return method != http.MethodHead && status >= 200 && status != http.StatusNoContent && status != http.StatusNotModified
+}
+
+// isEventStream reports whether the media type of content-type ct is
+// text/event-stream. (mime.ParseMediaType would allocate a map per
+// response for the parameters.)
+func isEventStream(ct string) bool {
+	mt, _, _ := strings.Cut(ct, ";")
+	return strings.EqualFold(strings.TrimSpace(mt), "text/event-stream")
 }

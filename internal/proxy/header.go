@@ -61,22 +61,29 @@ func outgoingHeader(r *http.Request, req admission.Request) http.Header {
 		h = make(http.Header)
 	}
 	removeHopByHop(h)
+	// One backing array for the values set here: one allocation, not five.
+	vals := make([]string, 5)
+	set := func(k, v string) {
+		vals[0] = v
+		h[k], vals = vals[:1:1], vals[1:]
+	}
 	if ip, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
 		if prior := h["X-Forwarded-For"]; len(prior) > 0 {
 			ip = strings.Join(prior, ", ") + ", " + ip
 		}
-		h["X-Forwarded-For"] = []string{ip}
+		set("X-Forwarded-For", ip)
 	}
 	proto := "http"
 	if r.TLS != nil {
 		proto = "https"
 	}
-	h["X-Forwarded-Proto"] = []string{proto}
-	h["X-Forwarded-Host"] = []string{r.Host}
-	h[HeaderPriority] = []string{req.Priority.String()}
+	set("X-Forwarded-Proto", proto)
+	set("X-Forwarded-Host", r.Host)
+	set(HeaderPriority, req.Priority.String())
 	delete(h, HeaderTimeout)
+	delete(h, "Expect") // the body has been read already: nothing to wait for
 	if _, ok := h["User-Agent"]; !ok {
-		h["User-Agent"] = []string{""} // Go's transport then sends none of its own
+		set("User-Agent", "") // Go's transport then sends none of its own
 	}
 	return h
 }

@@ -1,6 +1,7 @@
 package proxy_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -31,6 +32,7 @@ import (
 //	/echo      answers the request body, and the request headers as X-Got-*
 //	/die       closes the connection without answering
 //	/cut       sends headers, 10 of 100 promised bytes, then closes
+//	/streamcut sends headers and 10 bytes without a length, then closes
 //	/sse/K     sends an event, waits for gate K, sends another
 //	/big?n=N   answers N bytes, with Content-Length
 //	/chunked?n=N answers N bytes without Content-Length
@@ -39,7 +41,7 @@ import (
 // Anything else answers "<name> <path>".
 type render struct {
 	name string
-	dead bool // /die and /cut for every path
+	fail string // when set, the path served instead of every request's: /die or /cut
 
 	inflight atomic.Int64
 	peak     atomic.Int64
@@ -119,8 +121,8 @@ func (w *render) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	w.started <- r.URL.Path
 
 	path := r.URL.Path
-	if w.dead {
-		path = "/die"
+	if w.fail != "" {
+		path = w.fail
 	}
 	q := r.URL.Query()
 	switch {
@@ -141,6 +143,10 @@ func (w *render) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		panic(http.ErrAbortHandler)
 	case path == "/cut":
 		rw.Header().Set("Content-Length", "100")
+		io.WriteString(rw, "0123456789")
+		rw.(http.Flusher).Flush()
+		panic(http.ErrAbortHandler)
+	case path == "/streamcut":
 		io.WriteString(rw, "0123456789")
 		rw.(http.Flusher).Flush()
 		panic(http.ErrAbortHandler)
@@ -311,31 +317,88 @@ func (g *rig) worker(concurrency int) (*render, int) {
 	return w, id
 }
 
-// call is a request in flight through the Proxy's ServeHTTP.
-type call struct {
-	rec    *httptest.ResponseRecorder
-	cancel context.CancelFunc
-	done   chan struct{}
+// sink is a ResponseWriter for tests: safe to read while the handler
+// runs, and, when gate is set, a client that takes nothing until gate is
+// closed (every Write blocks on it).
+type sink struct {
+	gate chan struct{}
+
+	mu      sync.Mutex
+	header  http.Header
+	code    int // 0 until WriteHeader
+	body    bytes.Buffer
+	flushes int
+	flushed string // the body as of the last Flush
 }
 
-// send starts r through the Proxy in its own goroutine.
-func (g *rig) send(r *http.Request) *call {
+func newSink() *sink { return &sink{header: make(http.Header)} }
+
+func (s *sink) Header() http.Header { return s.header }
+
+func (s *sink) WriteHeader(code int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.code == 0 {
+		s.code = code
+	}
+}
+
+func (s *sink) Write(b []byte) (int, error) {
+	if s.gate != nil {
+		<-s.gate
+	}
+	s.WriteHeader(http.StatusOK)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.body.Write(b)
+}
+
+func (s *sink) Flush() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.flushes++
+	s.flushed = s.body.String()
+}
+
+func (s *sink) snapshot() (code int, body string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.code, s.body.String()
+}
+
+// call is a request in flight through the Proxy's ServeHTTP.
+type call struct {
+	w       *sink
+	cancel  context.CancelFunc
+	done    chan struct{}
+	aborted bool // the handler panicked with http.ErrAbortHandler
+}
+
+// send starts r through the Proxy in its own goroutine, writing to w (a
+// new sink when nil).
+func (g *rig) send(r *http.Request, w *sink) *call {
+	if w == nil {
+		w = newSink()
+	}
 	ctx, cancel := context.WithCancel(r.Context())
-	c := &call{rec: httptest.NewRecorder(), cancel: cancel, done: make(chan struct{})}
+	c := &call{w: w, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(c.done)
 		defer func() {
-			if v := recover(); v != nil && v != http.ErrAbortHandler {
-				panic(v)
+			if v := recover(); v != nil {
+				if v != http.ErrAbortHandler {
+					panic(v)
+				}
+				c.aborted = true
 			}
 		}()
-		g.p.ServeHTTP(c.rec, r.WithContext(ctx))
+		g.p.ServeHTTP(w, r.WithContext(ctx))
 	}()
 	return c
 }
 
 func (g *rig) get(path string) *call {
-	return g.send(httptest.NewRequest("GET", path, nil))
+	return g.send(httptest.NewRequest("GET", path, nil), nil)
 }
 
 // finished reports whether the call has returned; call after synctest.Wait.
@@ -351,5 +414,9 @@ func (c *call) finished() bool {
 // result waits for the call and returns its status and body.
 func (c *call) result() (int, string) {
 	<-c.done
-	return c.rec.Code, c.rec.Body.String()
+	return c.w.snapshot()
+}
+
+func supervisorEndpoint(id int, addr string) supervisor.Endpoint {
+	return supervisor.Endpoint{ID: id, Network: "tcp", Addr: addr, Concurrency: 1}
 }

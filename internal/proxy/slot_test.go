@@ -98,7 +98,7 @@ func TestAdmittedClientGoneIsNotSent(t *testing.T) {
 		w, _ := g.worker(1)
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		c := g.send(httptest.NewRequestWithContext(ctx, "GET", "/gone", nil))
+		c := g.send(httptest.NewRequestWithContext(ctx, "GET", "/gone", nil), nil)
 		c.result()
 		if got := w.seen(); len(got) != 0 {
 			t.Errorf("worker saw %q, want nothing", got)
