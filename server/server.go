@@ -28,10 +28,13 @@
 //     the body: net/http clears the read deadline when the body has been read,
 //     so neither the response nor the request's context (cancelled when the
 //     client goes away) is bound by it.
-//   - There is no WriteTimeout: a write deadline is a bound on the whole
-//     response, which would cut every long-lived stream. A client that stops
-//     reading is caught by TCP (the kernel's retransmission timeout), and a
-//     handler that must bound its own work does so with its context.
+//   - There is no WriteTimeout: net/http's is a bound on the whole response
+//     (from the end of the request's headers), which would cut every
+//     long-lived stream, as the seed's single inactivity timer does. A
+//     client that vanishes mid-response is caught by TCP (retransmissions
+//     time out); one that keeps its connection but stops reading blocks
+//     the handler's writes, and a handler that must bound that sets a
+//     deadline per write with http.ResponseController.SetWriteDeadline.
 //
 // # Probes
 //
