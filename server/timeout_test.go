@@ -226,6 +226,8 @@ func TestStreamingOutlivesTimeouts(t *testing.T) {
 		major  int
 	}{
 		{"HTTP/1.1", false, false, &http.Transport{}, 1},
+		// A client that offers only http/1.1 by ALPN gets it over TLS.
+		{"HTTP/1.1 TLS", true, false, &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}, 1},
 		{"HTTP/2 TLS", true, false, &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}, 2},
 		{"h2c", false, true, h2cTransport(), 2},
 	}
