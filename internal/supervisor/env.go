@@ -123,10 +123,10 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// check runs one readiness or health check against e: a GET of path that
-// must answer 2xx, or a connection when path is empty.
-func (en env) check(ctx context.Context, e Endpoint, path string) error {
-	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+// check runs one readiness or health check against e, within timeout: a
+// GET of path that must answer 2xx, or a connection when path is empty.
+func (en env) check(ctx context.Context, e Endpoint, path string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if path == "" {
 		return en.dial(ctx, e)

@@ -190,7 +190,7 @@ func (s *Supervisor) bringUp(ctx context.Context, w *worker, procDone <-chan str
 // awaitReady checks w every ReadyInterval until a check passes or ctx ends.
 func (s *Supervisor) awaitReady(ctx context.Context, w *worker) error {
 	for {
-		err := s.env.check(ctx, w.ep, s.opts.ReadyPath)
+		err := s.env.check(ctx, w.ep, s.opts.ReadyPath, probeTimeout)
 		if err == nil {
 			return nil
 		}

@@ -1,0 +1,61 @@
+package supervisor
+
+import (
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestOptionsValidate(t *testing.T) {
+	cmd := []string{"node", "server.js"}
+	tests := []struct {
+		name string
+		o    Options
+		want string // substring of the error; empty for none
+	}{
+		{"defaults", Options{Command: cmd}, ""},
+		{"no command", Options{}, "Command is empty"},
+		{"negative count", Options{Command: cmd, Count: -1}, "Count is -1"},
+		{"negative concurrency", Options{Command: cmd, Concurrency: -2}, "Concurrency is -2"},
+		{"bad env", Options{Command: cmd, Env: []string{"NODE_ENV"}}, `Env entry "NODE_ENV"`},
+		{"bad mode", Options{Command: cmd, AddressMode: "pipe"}, `AddressMode is "pipe"`},
+		{"relative ready path", Options{Command: cmd, ReadyPath: "ready"}, "ReadyPath"},
+		{"relative warm-up path", Options{Command: cmd, WarmupPath: "warm"}, "WarmupPath"},
+		{"negative warm-up", Options{Command: cmd, WarmupRequests: -1}, "WarmupRequests is -1"},
+		{"negative timeout", Options{Command: cmd, StopTimeout: -time.Second}, "StopTimeout is -1s"},
+		{"backoff upside down", Options{Command: cmd, BackoffMin: time.Minute}, "BackoffMin 1m0s is above BackoffMax 30s"},
+		{"jitter above 1", Options{Command: cmd, BackoffJitter: 1.5}, "BackoffJitter is 1.5"},
+		{"crash-loop guard off", Options{Command: cmd, CrashLoopExits: -1}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.o.Validate()
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("Validate: got %v, want nil", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Errorf("Validate: got %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestOptionsDefaults(t *testing.T) {
+	o := Options{Command: []string{"x"}}.withDefaults()
+	if o.Count != runtime.NumCPU() || o.Concurrency != 1 || o.AddressMode != PortMode {
+		t.Errorf("got Count %d Concurrency %d AddressMode %q, want %d 1 port", o.Count, o.Concurrency, o.AddressMode, runtime.NumCPU())
+	}
+	if o.CrashLoopExits != 5*runtime.NumCPU() || o.CrashLoopWindow != time.Minute {
+		t.Errorf("crash-loop guard: got %d in %v, want %d in 1m", o.CrashLoopExits, o.CrashLoopWindow, 5*runtime.NumCPU())
+	}
+	if o.StartTimeout != 30*time.Second || o.StopTimeout != 10*time.Second || o.BackoffMin != 100*time.Millisecond || o.BackoffMax != 30*time.Second {
+		t.Errorf("timeouts: got start %v stop %v backoff %v..%v, want 30s 10s 100ms..30s", o.StartTimeout, o.StopTimeout, o.BackoffMin, o.BackoffMax)
+	}
+	if o.Logger == nil {
+		t.Errorf("Logger: got nil, want a discarding logger")
+	}
+	if o := (Options{Command: []string{"x"}, Count: 3}).withDefaults(); o.CrashLoopExits != 15 {
+		t.Errorf("CrashLoopExits for Count 3: got %d, want 15", o.CrashLoopExits)
+	}
+}
