@@ -49,7 +49,7 @@ func (r *Report) WriteSVG(w io.Writer) error {
 			value: func(p Point) (float64, bool) { return p.Goodput, true }},
 		{name: "errors", label: "errors", color: "#dc2626", width: 1.5,
 			value: func(p Point) (float64, bool) { return p.Errors, true }},
-		{name: "p99", label: "p99 latency (right axis)", color: "#ea580c", width: 2, right: true,
+		{name: "p99", label: "p99 latency (right axis)", color: "#2563eb", width: 2, right: true,
 			value: func(p Point) (float64, bool) { return ms(p.P99), p.P99 > 0 }},
 	}
 	if r.Settings.Retry != RetryNone.String() {
