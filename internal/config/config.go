@@ -67,7 +67,7 @@ type Server struct {
 	Listen string `yaml:"listen"`
 	// TLS enables HTTPS (with HTTP/2 by ALPN) when both files are set.
 	TLS TLS `yaml:"tls"`
-	// H2C serves HTTP/2 without TLS (prior knowledge or Upgrade: h2c) beside
+	// H2C serves HTTP/2 without TLS (prior knowledge; not Upgrade: h2c) beside
 	// HTTP/1.1. Only without TLS.
 	H2C bool `yaml:"h2c"`
 	// KeepAliveTimeout is how long an idle keep-alive connection waits for
@@ -94,8 +94,8 @@ type Server struct {
 	// MaxHeaderBytes bounds the request line and headers; above it the
 	// request gets 431 (http.Server.MaxHeaderBytes). Must be > 0.
 	MaxHeaderBytes int64 `yaml:"maxHeaderBytes"`
-	// MaxConnections bounds the open client connections; more wait in the
-	// kernel's accept queue. 0 = unlimited.
+	// MaxConnections bounds the open client connections; one beyond it is
+	// closed at once, before anything is read. 0 = unlimited.
 	MaxConnections int `yaml:"maxConnections"`
 	// HealthPath answers liveness: 200 while the process can serve at all.
 	HealthPath string `yaml:"healthPath"`
