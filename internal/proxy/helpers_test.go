@@ -32,7 +32,8 @@ import (
 //	/echo      answers the request body, and the request headers as X-Got-*
 //	/die       closes the connection without answering
 //	/cut       sends headers, 10 of 100 promised bytes, then closes
-//	/streamcut sends headers and 10 bytes without a length, then closes
+//	/streamcut/K sends headers and 10 bytes without a length, waits for
+//	           gate K, then closes
 //	/sse/K     sends an event, waits for gate K, sends another
 //	/big?n=N   answers N bytes, with Content-Length
 //	/chunked?n=N answers N bytes without Content-Length
@@ -146,9 +147,10 @@ func (w *render) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		io.WriteString(rw, "0123456789")
 		rw.(http.Flusher).Flush()
 		panic(http.ErrAbortHandler)
-	case path == "/streamcut":
+	case strings.HasPrefix(path, "/streamcut/"):
 		io.WriteString(rw, "0123456789")
 		rw.(http.Flusher).Flush()
+		<-w.gate(strings.TrimPrefix(path, "/streamcut/"))
 		panic(http.ErrAbortHandler)
 	case strings.HasPrefix(path, "/sse/"):
 		rw.Header().Set("Content-Type", "text/event-stream")

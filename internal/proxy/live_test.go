@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -270,5 +271,25 @@ func TestLiveWorkerDies(t *testing.T) {
 	// The POST went to the worker least recently used: w1, which died.
 	if resp.StatusCode != http.StatusBadGateway {
 		t.Errorf("POST: got %d, want 502", resp.StatusCode)
+	}
+}
+
+// Workers may listen on unix sockets.
+func TestLiveUnixSocketWorker(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "w.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Skipf("no unix sockets here: %v", err)
+	}
+	w := newRender("unix")
+	srv := &httptest.Server{Listener: ln, Config: &http.Server{Handler: w}}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	l := newLive(t, 0, proxy.Options{}, admission.Options{}, nil)
+	l.p.Add(supervisor.Endpoint{ID: 7, Network: "unix", Addr: sock, Concurrency: 1})
+	for range 2 { // the second reuses the kept-alive connection
+		if code, body := l.get(t, "/u"); code != 200 || body != "unix /u" {
+			t.Errorf("got %d %q, want 200 %q", code, body, "unix /u")
+		}
 	}
 }

@@ -47,7 +47,8 @@ type Options struct {
 	// Classify maps a request to its admission Request (priority, tenant,
 	// cost, deadline). nil treats every request alike: Critical, cost 1,
 	// no deadline. A Deadline, when set, replaces Timeout as the request's
-	// budget.
+	// budget. Cost is the Controller's business: a request takes one
+	// worker slot whatever its cost.
 	Classify func(*http.Request) admission.Request
 
 	// PingPath is answered 200 "pong" by the Proxy itself, whatever the
@@ -75,11 +76,15 @@ type Options struct {
 	MaxBodyBytes int64
 
 	// BufferResponseBytes is how much of a response may wait in memory for
-	// a slow client. A response up to this size is read whole before the
-	// client sees it, and the slot is freed as soon as the worker has sent
-	// it. Larger responses and streams are relayed as they arrive, and the
-	// slot is held while the client is more than this far behind. Zero
-	// means DefaultBufferResponseBytes; negative means no buffering.
+	// a slow client. A response whose Content-Length is at most this is
+	// read whole before the client sees any of it (a worker failing midway
+	// is then a clean 502, or a retry). Larger ones, those without a
+	// length (chunked) and text/event-stream are relayed as they arrive,
+	// with a flush after each read. Either way the slot is freed as soon as
+	// the worker has finished sending, unless the client is more than this
+	// far behind; the worker then waits for the client, as it would
+	// without a proxy. Zero means DefaultBufferResponseBytes; negative
+	// means no buffering.
 	BufferResponseBytes int64
 
 	// NoRetry turns off the single retry, on another worker, of a GET or

@@ -113,6 +113,31 @@ func TestEventStreamIsFlushedAsItComes(t *testing.T) {
 	})
 }
 
+// A client that leaves a stream does not free the slot: the worker is still
+// producing it.
+func TestStreamClientLeavesSlotHeld(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newRig(t, proxy.Options{}, admission.Options{})
+		w, _ := g.worker(1)
+		c := g.get("/sse/k")
+		synctest.Wait()
+		c.cancel()
+		synctest.Wait()
+		if !c.finished() {
+			t.Fatal("handler still running after its client left")
+		}
+		if got := g.p.Stats().Outstanding; got != 1 {
+			t.Errorf("got %d slots taken while the worker streams for nobody, want 1", got)
+		}
+		w.open("k")
+		synctest.Wait()
+		st := g.p.Stats()
+		if st.Outstanding != 0 || st.WastedRenders != 1 {
+			t.Errorf("got %d taken, %d wasted after the stream ended; want 0, 1", st.Outstanding, st.WastedRenders)
+		}
+	})
+}
+
 func TestHeaders(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newRig(t, proxy.Options{}, admission.Options{})
@@ -346,8 +371,13 @@ type failureCounts struct{ DialFailures, BadGateway, Retries uint64 }
 func TestWorkerFailsMidStream(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newRig(t, proxy.Options{}, admission.Options{})
-		g.worker(1)
-		c := g.get("/streamcut")
+		w, _ := g.worker(1)
+		c := g.get("/streamcut/k")
+		synctest.Wait()
+		if _, body := c.w.snapshot(); body != "0123456789" {
+			t.Fatalf("got %q before the failure, want the first 10 bytes relayed", body)
+		}
+		w.open("k")
 		code, body := c.result()
 		if !c.aborted {
 			t.Errorf("handler returned normally with %d %q, want it aborted", code, body)
