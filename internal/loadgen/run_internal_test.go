@@ -1,7 +1,9 @@
 package loadgen
 
 import (
+	"errors"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"strings"
 	"testing"
@@ -52,5 +54,108 @@ func TestDoCountsFromScheduledSend(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// LoopbackOnly is checked on the resolved address, so a name that resolves
+// elsewhere is refused too; Control runs before connect, so nothing is sent.
+func TestLoopbackOnlyDialer(t *testing.T) {
+	tr := newTransport(Config{LoopbackOnly: true, Timeout: time.Second})
+	for _, addr := range []string{"192.0.2.1:80", "[2001:db8::1]:80"} {
+		_, err := tr.DialContext(t.Context(), "tcp", addr)
+		if !errors.Is(err, ErrNotLoopback) {
+			t.Errorf("dial %s: error %v, want ErrNotLoopback", addr, err)
+		}
+	}
+}
+
+func TestProgressLine(t *testing.T) {
+	var w tally
+	for i := range 100 {
+		w.add(&result{ok: true, attempts: 1, latency: time.Duration(i+1) * time.Millisecond})
+	}
+	w.add(&result{attempts: 2, failed: []string{"503:codel", KindTimeout}})
+	w.add(&result{dropped: true})
+	got := progressLine(2500*time.Millisecond, 500*time.Millisecond, &w, 110, 7)
+	want := "   2.5s  offered 220.0/s  goodput 200.0/s  errors 6.0/s  p99 99.3ms  in flight 7" // 99 ms within the histogram's 1/64
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}
+
+func TestProgressWrites(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var out strings.Builder // written by Run's progress goroutine, read after Run returns
+		rt := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			return &http.Response{StatusCode: 200, Body: io.NopCloser(strings.NewReader(""))}, nil
+		})
+		_, err := Run(t.Context(), Config{
+			URL:              "http://127.0.0.1:1/",
+			Phases:           []Phase{{Rate: 100, Duration: time.Second}},
+			Transport:        rt,
+			Progress:         &out,
+			ProgressInterval: 300 * time.Millisecond,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := out.String()
+		if n := strings.Count(got, "offered "); n != 3 {
+			t.Errorf("got %d status lines, want 3 (at 0.3, 0.6 and 0.9 s):\n%q", n, got)
+		}
+		if !strings.HasPrefix(got, "\r   0.3s  offered ") {
+			t.Errorf("output starts %q, want a status line rewritten in place", got[:min(len(got), 30)])
+		}
+		if !strings.HasSuffix(got, " \r") {
+			t.Errorf("output ends %q, want the line blanked out", got[max(0, len(got)-10):])
+		}
+	})
+}
+
+func BenchmarkRecorder(b *testing.B) {
+	res := &result{at: 1500 * time.Millisecond, classes: []int{0, 3}, attempts: 1, ok: true, latency: 12 * time.Millisecond}
+	failed := &result{at: 1500 * time.Millisecond, classes: []int{1, 2}, attempts: 1, failed: []string{"503:queue-full"}}
+	b.Run("success", func(b *testing.B) {
+		b.ReportAllocs()
+		rec := newRecorder(1, 4, 250*time.Millisecond)
+		for b.Loop() {
+			rec.record(res)
+		}
+	})
+	b.Run("shed", func(b *testing.B) {
+		b.ReportAllocs()
+		rec := newRecorder(1, 4, 250*time.Millisecond)
+		for b.Loop() {
+			rec.record(failed)
+		}
+	})
+	b.Run("success-parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		rec := newRecorder(1, 4, 250*time.Millisecond)
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				rec.record(res)
+			}
+		})
+	})
+}
+
+func BenchmarkDraw(b *testing.B) {
+	cfg := Config{
+		URL:    "http://127.0.0.1:1/",
+		Phases: []Phase{{Rate: 1, Duration: time.Second}},
+		HeaderMixes: []HeaderMix{
+			{Name: "Sluice-Tenant", Values: []Weighted{{Value: "a", Weight: 9}, {Value: "b", Weight: 1}}},
+		},
+		QueryMix: []Weighted{{Value: "cpu=5", Weight: 9}, {Value: "cpu=50", Weight: 1}},
+	}
+	g, err := newGenerator(cfg.withDefaults())
+	if err != nil {
+		b.Fatal(err)
+	}
+	rnd := rand.New(rand.NewPCG(1, 1))
+	b.ReportAllocs()
+	for b.Loop() {
+		g.draw(rnd)
 	}
 }
