@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/sluicehq/sluice/admission"
 	"github.com/sluicehq/sluice/internal/config"
@@ -129,6 +130,7 @@ func proxyOptions(cfg *config.Config, ctrl *admission.Controller, slots *limit.F
 		MaxBodyBytes:        p.MaxBodyBytes,
 		BufferResponseBytes: p.BufferResponseBytes,
 		NoRetry:             !p.RetryIdempotent,
+		SlowStart:           slowStart(cfg),
 		Logger:              log,
 	}
 	if o.Timeout == 0 {
@@ -218,3 +220,10 @@ func (r *statusRecorder) Write(p []byte) (int, error) {
 	return n, err
 }
 func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+func slowStart(cfg *config.Config) time.Duration {
+	if cfg.Workers == nil {
+		return 0
+	}
+	return cfg.Workers.SlowStart
+}

@@ -217,6 +217,10 @@ type Workers struct {
 	WarmupRequests int `yaml:"warmupRequests"`
 	// WarmupPath is the path warm-up requests ask for; "" = "/".
 	WarmupPath string `yaml:"warmupPath"`
+	// SlowStart: for this long after a process starts taking traffic, it
+	// gets a request only when every warm process is busy. 0 = no
+	// preference.
+	SlowStart time.Duration `yaml:"slowStart"`
 	// RestartBackoff spaces the restarts of a process that exits.
 	RestartBackoff Backoff `yaml:"restartBackoff"`
 	// CrashLoop stops sluice when workers keep dying.
@@ -248,7 +252,8 @@ type Backoff struct {
 }
 
 // CrashLoop is the guard against workers that keep dying: more than Exits
-// exits within Window stops every worker and sluice exits 1.
+// exits within Window stops all restarts and turns readiness 503, until a
+// rolling restart.
 type CrashLoop struct {
 	// Exits is the number of exits tolerated within Window; 0 = 5 per
 	// process (see Limit).
@@ -443,6 +448,7 @@ func (w *Workers) setDefaults() {
 		Concurrency:    1,
 		Address:        AddressPort,
 		StartTimeout:   30 * time.Second,
+		SlowStart:      10 * time.Second,
 		RestartBackoff: Backoff{Initial: 100 * time.Millisecond, Max: 30 * time.Second},
 		CrashLoop:      CrashLoop{Window: 60 * time.Second},
 		StopTimeout:    10 * time.Second,

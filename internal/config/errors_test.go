@@ -110,6 +110,7 @@ func TestErrors(t *testing.T) {
 		{"env name with =", "workers:\n  command: w\n  env: {\"A=B\": x}\n", 3, "workers.env.A=B", "not an environment variable name"},
 		{"bad address mode", "workers:\n  command: w\n  address: tcp\n", 3, "workers.address", `"tcp" is not an address mode`},
 		{"relative warmup path", "workers:\n  command: w\n  warmupRequests: 5\n  warmupPath: home\n", 4, "workers.warmupPath", "must start with /"},
+		{"negative slow start", "workers:\n  command: w\n  slowStart: -5s\n", 3, "workers.slowStart", "is negative"},
 		{"backoff max below initial", "workers:\n  command: w\n  restartBackoff: {initial: 2s, max: 1s}\n", 3, "workers.restartBackoff.max", "1s is less than initial (2s)"},
 		{"crash window zero", "workers:\n  command: w\n  crashLoop: {window: 0}\n", 3, "workers.crashLoop.window", "must be greater than 0"},
 		{"no upstream servers", "upstreams:\n  healthCheck: {interval: 1s}\n", 1, "upstreams.servers", "at least one server"},

@@ -272,6 +272,9 @@ func (v *validator) workers(w *Workers) {
 	v.urlPath(at+"readyPath", w.ReadyPath, true)
 	v.positive(at+"startTimeout", w.StartTimeout)
 	v.urlPath(at+"warmupPath", w.WarmupPath, true)
+	if w.SlowStart < 0 {
+		v.errorf(at+"slowStart", "%v is negative", w.SlowStart)
+	}
 	v.positive(at+"restartBackoff.initial", w.RestartBackoff.Initial)
 	if w.RestartBackoff.Max < w.RestartBackoff.Initial {
 		v.errorf(at+"restartBackoff.max", "%v is less than initial (%v)", w.RestartBackoff.Max, w.RestartBackoff.Initial)
