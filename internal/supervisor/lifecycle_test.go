@@ -159,3 +159,37 @@ func TestBackoffResetsAfterStablePeriod(t *testing.T) {
 		})
 	}
 }
+
+func TestReadinessChecksBackOffToReadyInterval(t *testing.T) {
+	ms := time.Millisecond
+	// With ReadyInterval 1s, checks run at 0, 10, 30, 70, 150, 310, 630,
+	// 1270, 2270 ms...: a worker is Added at the first check after it is
+	// ready.
+	tests := []struct{ readyAt, wantAdd time.Duration }{
+		{5 * ms, 10 * ms},
+		{11 * ms, 30 * ms},
+		{100 * ms, 150 * ms},
+		{700 * ms, 1270 * ms},
+		{1700 * ms, 2270 * ms},
+	}
+	for _, tt := range tests {
+		t.Run(tt.readyAt.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := startHarness(t, Options{Count: 1, ReadyInterval: time.Second}, func(f *fakeEnv) { f.notReadyAll = true })
+				began := h.env.startTimes()[0].at
+				time.Sleep(tt.readyAt - time.Since(began))
+				h.env.setReady(1, true)
+				for range 5000 {
+					synctest.Wait()
+					if _, ok := h.bal.endpoint(1); ok {
+						break
+					}
+					time.Sleep(ms)
+				}
+				if got := time.Since(began); got != tt.wantAdd {
+					t.Errorf("ready at %v: added at %v, want %v", tt.readyAt, got, tt.wantAdd)
+				}
+			})
+		})
+	}
+}

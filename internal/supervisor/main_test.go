@@ -64,6 +64,13 @@ func workerEnv(extra ...string) []string {
 // exits 0.
 func runWorker() int {
 	id := os.Getenv("SLUICE_WORKER_ID")
+	// Signals first: the supervisor may stop us as soon as we listen.
+	term := make(chan os.Signal, 1)
+	if os.Getenv("SLUICE_TEST_IGNORE_TERM") == "1" {
+		signal.Ignore(syscall.SIGTERM)
+	} else {
+		signal.Notify(term, syscall.SIGTERM)
+	}
 	var l net.Listener
 	var err error
 	if sock := os.Getenv("SLUICE_SOCKET"); sock != "" {
@@ -99,12 +106,6 @@ func runWorker() int {
 	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 
-	term := make(chan os.Signal, 1)
-	if os.Getenv("SLUICE_TEST_IGNORE_TERM") == "1" {
-		signal.Ignore(syscall.SIGTERM)
-	} else {
-		signal.Notify(term, syscall.SIGTERM)
-	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(l) }()
 	select {

@@ -64,8 +64,10 @@ type Options struct {
 	// the worker can serve. Empty means a worker is ready as soon as a
 	// connection to its address succeeds.
 	ReadyPath string
-	// ReadyInterval is the pause between readiness checks during start-up.
-	// Zero means DefaultReadyInterval.
+	// ReadyInterval is the longest pause between readiness checks during
+	// start-up; the first pauses are shorter (10 ms, doubling), so that a
+	// worker that listens quickly is found quickly. Zero means
+	// DefaultReadyInterval.
 	ReadyInterval time.Duration
 	// StartTimeout bounds a worker's whole start: from spawn to ready and
 	// warmed. A worker that takes longer is killed and counts as a crash.

@@ -41,13 +41,14 @@ func (st State) MarshalText() ([]byte, error) { return []byte(st.String()), nil 
 var errStoppedBeforeStart = errors.New("stopped before it was started")
 
 // worker is one process incarnation. Its identity (id, slot) is fixed; the
-// rest is guarded by Supervisor.mu unless said otherwise.
+// rest is guarded by Supervisor.mu. ep and pid are written only by the
+// worker's own goroutine (live), which may read them without the lock.
 type worker struct {
 	id, slot int
 	addedCh  chan struct{} // closed once Balancer.Add has returned
 	exited   chan struct{} // closed once reaped, Removed and accounted for
 
-	ep          Endpoint // written only by the worker's goroutine, under mu
+	ep          Endpoint
 	proc        process
 	pid         int
 	state       State
@@ -187,14 +188,22 @@ func (s *Supervisor) bringUp(ctx context.Context, w *worker, procDone <-chan str
 	s.log.Info("worker ready", "worker", w.id, "pid", w.pid, "addr", w.ep.Addr, "took", time.Since(began))
 }
 
-// awaitReady checks w every ReadyInterval until a check passes or ctx ends.
+// firstReadyInterval is the pause after the first failed readiness check;
+// it doubles up to ReadyInterval. Most workers listen within tens of
+// milliseconds: a rolling restart should not wait a whole interval for each.
+const firstReadyInterval = 10 * time.Millisecond
+
+// awaitReady checks w until a check passes or ctx ends, pausing
+// firstReadyInterval, then twice as long each time, up to ReadyInterval.
 func (s *Supervisor) awaitReady(ctx context.Context, w *worker) error {
+	pause := min(firstReadyInterval, s.opts.ReadyInterval)
 	for {
 		err := s.env.check(ctx, w.ep, s.opts.ReadyPath, probeTimeout)
 		if err == nil {
 			return nil
 		}
-		t := time.NewTimer(s.opts.ReadyInterval)
+		t := time.NewTimer(pause)
+		pause = min(2*pause, s.opts.ReadyInterval)
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -370,9 +379,9 @@ func (s *Supervisor) terminate(ctx context.Context, w *worker) {
 	case <-w.exited:
 		return
 	case <-t.C:
-		s.log.Warn("worker still running after SIGTERM; killing it", "worker", w.id, "pid", w.pid, "after", s.opts.StopTimeout)
+		s.log.Warn("worker still running after SIGTERM; killing it", "worker", w.id, "after", s.opts.StopTimeout)
 	case <-ctx.Done():
-		s.log.Warn("out of time stopping worker; killing it", "worker", w.id, "pid", w.pid, "err", ctx.Err())
+		s.log.Warn("out of time stopping worker; killing it", "worker", w.id, "err", ctx.Err())
 	}
 	s.signal(w, syscall.SIGKILL)
 	<-w.exited
