@@ -4,6 +4,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"slices"
 	"testing"
 	"time"
@@ -46,12 +48,32 @@ func trivialWorker(b *testing.B) *httptest.Server {
 
 // BenchmarkHop is the latency the proxy hop adds for a trivial response:
 // one keep-alive client, sequential requests over loopback, straight to the
-// worker and through the Proxy. Compare the p50-ns of the two; allocs/op
-// covers the whole process (client, front, proxy and worker).
+// worker, through httputil.ReverseProxy (the naive reference) and through
+// the Proxy. Compare their p50-ns; allocs/op covers the whole process
+// (client, front, proxy and worker).
 func BenchmarkHop(b *testing.B) {
 	worker := trivialWorker(b)
 	b.Run("direct", func(b *testing.B) { sequential(b, worker.URL) })
+	b.Run("reverseproxy", func(b *testing.B) { sequential(b, reverseProxy(b, worker)) })
 	b.Run("proxy", func(b *testing.B) { sequential(b, benchProxy(b, worker, 1)) })
+}
+
+// reverseProxy is the reference: net/http/httputil's ReverseProxy, which
+// neither buffers nor queues nor admits.
+func reverseProxy(b *testing.B, worker *httptest.Server) string {
+	u, err := url.Parse(worker.URL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	tr := &http.Transport{MaxIdleConnsPerHost: 1}
+	rp.Transport = tr
+	front := httptest.NewServer(rp)
+	b.Cleanup(func() {
+		front.Close()
+		tr.CloseIdleConnections()
+	})
+	return front.URL
 }
 
 func sequential(b *testing.B, url string) {
