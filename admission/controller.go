@@ -574,11 +574,9 @@ func (c *Controller) Stats() Stats {
 	if c.signal != nil {
 		st.Saturation = c.signal.Saturation()
 	}
-	c.mu.Lock()
 	if c.q != nil {
-		st.Queued = c.q.len()
+		st.Queued = int(c.q.size.Load())
 	}
-	c.mu.Unlock()
 	for r := ReasonQueueFull; r < numReasons; r++ {
 		st.Shed[r.String()] = c.shedCount[r].Load()
 	}

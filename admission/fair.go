@@ -1,6 +1,9 @@
 package admission
 
-import "math"
+import (
+	"math"
+	"sync/atomic"
+)
 
 // fairQueue is the controller's queue discipline, the first two layers of
 // 004's defence: what to shed, then whom to serve.
@@ -30,6 +33,9 @@ type fairQueue struct {
 	classes [numPriorities]fairClass
 	credit  [numPriorities]float64
 	n       int
+	// size mirrors n for readers that do not hold the Controller's mutex
+	// (Stats, RetryAfter on the shed path).
+	size atomic.Int64
 }
 
 type fairClass struct {
@@ -102,6 +108,7 @@ func (q *fairQueue) push(w *waiter) (*waiter, Reason, Reason) {
 	}
 	cl.n++
 	q.n++
+	q.size.Store(int64(q.n))
 	return victim, why, ReasonNone
 }
 
@@ -256,6 +263,7 @@ func (q *fairQueue) take(w *waiter, served bool) {
 	fl.cost -= float64(w.cost)
 	cl.n--
 	q.n--
+	q.size.Store(int64(q.n))
 	switch {
 	case fl.list.n == 0:
 		cl.heapRemove(fl)

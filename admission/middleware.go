@@ -93,12 +93,10 @@ func FromContext(ctx context.Context) (Request, bool) {
 func (c *Controller) RetryAfter(Reason) time.Duration {
 	st := c.state.Load()
 	lat := math.Float64frombits(c.latency.Load())
-	c.mu.Lock()
 	queued := 0
 	if c.q != nil {
-		queued = c.q.len()
+		queued = int(c.q.size.Load())
 	}
-	c.mu.Unlock()
 	d := time.Duration(lat * float64(queued+1) / float64(max(limitOf(st), 1)))
 	secs := math.Ceil(d.Seconds())
 	return time.Duration(min(max(secs, 1), 60)) * time.Second
