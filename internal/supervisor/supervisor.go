@@ -15,8 +15,8 @@ import (
 )
 
 var (
-	// ErrStopped is returned by Run, RollingRestart and Shutdown's peers
-	// once the Supervisor has begun to stop.
+	// ErrStopped is returned by Run and RollingRestart (and Static.Run)
+	// once stopping has begun: Shutdown was called, or Run's ctx ended.
 	ErrStopped = errors.New("supervisor: stopped")
 	// ErrNotRunning is returned by RollingRestart before Run.
 	ErrNotRunning = errors.New("supervisor: not running")
