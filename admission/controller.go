@@ -572,7 +572,9 @@ func (c *Controller) Stats() Stats {
 		Shed:              make(map[string]uint64, numReasons),
 	}
 	if c.signal != nil {
-		st.Saturation = c.signal.Saturation()
+		if v := c.signal.Saturation(); !math.IsNaN(v) {
+			st.Saturation = v
+		}
 	}
 	if c.q != nil {
 		st.Queued = int(c.q.size.Load())

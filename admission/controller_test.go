@@ -3,6 +3,7 @@ package admission_test
 import (
 	"context"
 	"errors"
+	"math"
 	"runtime"
 	"sync"
 	"testing"
@@ -418,4 +419,12 @@ func TestStatsCountsEveryOutcome(t *testing.T) {
 			t.Fatalf("got %+v, want 1 admitted, 1 queue-full, 1 queue-timeout", st)
 		}
 	})
+}
+
+func TestStatsSaturationUnknown(t *testing.T) {
+	sat := signal(math.NaN())
+	c := newController(t, 1, admission.Options{Signal: &sat})
+	if got := c.Stats().Saturation; got != -1 {
+		t.Fatalf("got saturation %v while the signal has no value, want -1 (NaN does not encode to JSON)", got)
+	}
 }

@@ -11,7 +11,7 @@ type Stats struct {
 	// Queued is the number of requests waiting for a slot.
 	Queued int `json:"queued"`
 	// Saturation is the last value of the saturation signal in [0, 1], or -1
-	// when the controller has no signal.
+	// when the controller has no signal or it has no value yet.
 	Saturation float64 `json:"saturation"`
 	// Latency is the smoothed (EWMA) service time of completed requests.
 	Latency time.Duration `json:"latencyNanos"`
