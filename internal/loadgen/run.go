@@ -228,7 +228,7 @@ sending:
 	rep := g.report(rec, start, time.Since(start), schedEnd)
 	rep.Interrupted = interrupted
 	if interrupted {
-		return rep, fmt.Errorf("loadgen: run interrupted: %w", context.Cause(parent))
+		return rep, fmt.Errorf("loadgen: run interrupted: %w", parent.Err())
 	}
 	return rep, nil
 }
