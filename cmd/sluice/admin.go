@@ -29,8 +29,9 @@ type adminServer struct {
 // the front has.
 type stats struct {
 	admin.Snapshot
-	Proxy      *proxy.Stats      `json:"proxy,omitempty"`
-	Supervisor *supervisor.Stats `json:"supervisor,omitempty"`
+	Proxy      *proxy.Stats            `json:"proxy,omitempty"`
+	Supervisor *supervisor.Stats       `json:"supervisor,omitempty"`
+	Upstreams  *supervisor.StaticStats `json:"upstreams,omitempty"`
 }
 
 func newAdminServer(s *service) *adminServer {
@@ -107,6 +108,10 @@ func (s *service) snapshot() any {
 				Inflight: inflight[w.ID], Restarts: w.Restarts,
 			})
 		}
+	}
+	if s.up != nil {
+		us := s.up.Stats()
+		st.Upstreams = &us
 	}
 	return st
 }

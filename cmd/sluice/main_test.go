@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/demo"
 )
 
 // The test binary doubles as the sluice binary: with this variable set it
@@ -255,6 +258,59 @@ func TestDemo(t *testing.T) {
 	for _, want := range []string{"measured capacity:", "(1x)", "(3x)", "sluice", "no admission", "goodput"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, text)
+		}
+	}
+}
+
+// Static upstreams: sluice does not start them, health-checks them, and
+// dispatches only to those that are up.
+func TestServeUpstreams(t *testing.T) {
+	var upstreams []string
+	stops := map[string]context.CancelFunc{}
+	for i := range 2 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			demo.ServeWorker(ctx, ln, &demo.App{Work: demo.NewWork(100), Name: fmt.Sprint("upstream ", i)})
+			close(done)
+		}()
+		stop := func() { cancel(); <-done }
+		t.Cleanup(stop)
+		stops[ln.Addr().String()] = stop
+		upstreams = append(upstreams, ln.Addr().String())
+	}
+	addr, adminAddr := freeAddr(t), freeAddr(t)
+	cfg := writeConfig(t, fmt.Sprintf(`server: {listen: %q, drainDelay: 100ms}
+admin: {listen: %q}
+upstreams:
+  servers: [%q, %q]
+  healthCheck: {path: %s, interval: 50ms, timeout: 1s, fails: 1, passes: 1}
+`, addr, adminAddr, upstreams[0], upstreams[1], demo.ReadyPath))
+	startSluice(t, "serve", "-c", cfg)
+	if err := waitReady(context.Background(), "http://"+addr+"/__sluice/ready", 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	waitStats(t, adminAddr, func(s stats) bool { return s.Proxy != nil && s.Proxy.Slots == 2 })
+	seen := map[string]bool{}
+	for range 20 {
+		code, _, body := get("http://"+addr+"/?cpu=0", 5*time.Second)
+		if code != http.StatusOK {
+			t.Fatalf("got %d %q, want 200 from an upstream", code, body)
+		}
+		seen[body[strings.Index(body, "upstream "):][:10]] = true
+	}
+	if len(seen) != 2 {
+		t.Errorf("requests reached %v, want both upstreams", seen)
+	}
+	stops[upstreams[0]]()
+	waitStats(t, adminAddr, func(s stats) bool { return s.Proxy.Slots == 1 })
+	for range 10 {
+		if code, _, body := get("http://"+addr+"/?cpu=0", 5*time.Second); code != http.StatusOK || !strings.Contains(body, "upstream 1") {
+			t.Fatalf("with upstream 0 down: got %d %q, want 200 from upstream 1", code, body)
 		}
 	}
 }

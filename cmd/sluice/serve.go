@@ -121,6 +121,14 @@ func commandLineWorkers(cfg *config.Config, cmd []string) error {
 	return nil
 }
 
+// backends is what the supervisor and the static upstreams have in common:
+// they tell the proxy which endpoints take traffic.
+type backends interface {
+	Run(ctx context.Context) error
+	Shutdown(ctx context.Context) error
+	Ready() bool
+}
+
 // service is one `sluice serve`: the components and their lifetimes.
 type service struct {
 	cfg  *config.Config
@@ -128,6 +136,8 @@ type service struct {
 	ctrl *admission.Controller
 	srv  *server.Server
 	sup  *supervisor.Supervisor // nil without workers
+	up   *supervisor.Static     // nil without upstreams
+	pool backends               // sup or up; nil in library mode
 	px   *proxy.Proxy           // nil in library mode
 	sat  *limit.Runtime         // nil in front mode
 	adm  *adminServer           // nil when the admin listener is off
@@ -174,18 +184,22 @@ func newService(cfg *config.Config, source string, log *slog.Logger, workerOut i
 			return nil, err
 		}
 		handler = s.px
+		var bal supervisor.Balancer = s.px
+		if also != nil {
+			bal = teeBalancer{s.px, also}
+		}
 		if cfg.Workers != nil {
-			var bal supervisor.Balancer = s.px
-			if also != nil {
-				bal = teeBalancer{s.px, also}
-			}
 			if s.sup, err = supervisor.New(bal, supervisorOptions(cfg.Workers, base, workerOut, log)); err != nil {
 				return nil, err
 			}
-			ready = func() bool { return s.sup.Ready() && s.px.Ready() }
+			s.pool = s.sup
 		} else {
-			return nil, errors.New("upstreams are not supported yet") // TODO: static upstreams
+			if s.up, err = supervisor.NewStatic(bal, staticOptions(cfg.Upstreams, log)); err != nil {
+				return nil, err
+			}
+			s.pool = s.up
 		}
+		ready = func() bool { return s.pool.Ready() && s.px.Ready() }
 	default:
 		handler = s.demoHandler(cls)
 	}
@@ -260,9 +274,11 @@ func (s *service) run(drainCtx context.Context, restart <-chan os.Signal) int {
 		}
 		defer s.adm.stop()
 	}
-	supDone := make(chan error, 1)
+	poolDone := make(chan error, 1)
+	if s.pool != nil {
+		go func() { poolDone <- s.pool.Run(bg) }()
+	}
 	if s.sup != nil {
-		go func() { supDone <- s.sup.Run(bg) }()
 		wg.Go(func() {
 			for {
 				select {
@@ -285,17 +301,21 @@ func (s *service) run(drainCtx context.Context, restart <-chan os.Signal) int {
 		code = 1
 	}
 	s.ctrl.Close()
-	if s.sup != nil {
+	if s.pool != nil {
 		// Every request has finished or been cut: the workers hold nothing
 		// more. They get StopTimeout each to exit.
-		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Workers.StopTimeout+time.Second)
-		if err := s.sup.Shutdown(ctx); err != nil {
+		stopIn := 5 * time.Second
+		if s.cfg.Workers != nil {
+			stopIn = s.cfg.Workers.StopTimeout + time.Second
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), stopIn)
+		if err := s.pool.Shutdown(ctx); err != nil {
 			s.log.Error("stopping workers", "err", err)
 			code = 1
 		}
 		cancel()
 		stopBG()
-		<-supDone
+		<-poolDone
 	}
 	if code == 0 {
 		s.log.Info("drained; exiting")

@@ -227,3 +227,24 @@ func slowStart(cfg *config.Config) time.Duration {
 	}
 	return cfg.Workers.SlowStart
 }
+
+// staticOptions builds the health checker of upstreams sluice does not
+// start. "unix:/path" addresses are Unix sockets.
+func staticOptions(u *config.Upstreams, log *slog.Logger) supervisor.StaticOptions {
+	o := supervisor.StaticOptions{
+		HealthPath: u.HealthCheck.Path,
+		Interval:   u.HealthCheck.Interval,
+		Timeout:    u.HealthCheck.Timeout,
+		Fall:       u.HealthCheck.Fails,
+		Rise:       u.HealthCheck.Passes,
+		Logger:     log,
+	}
+	for _, s := range u.Servers {
+		e := supervisor.Endpoint{Network: "tcp", Addr: s.Address, Concurrency: s.Concurrency}
+		if path, ok := strings.CutPrefix(s.Address, "unix:"); ok {
+			e.Network, e.Addr = "unix", path
+		}
+		o.Upstreams = append(o.Upstreams, e)
+	}
+	return o
+}
