@@ -120,7 +120,8 @@ func FuzzController(f *testing.F) {
 }
 
 func runOps(t *testing.T, ops []byte) {
-	c, err := admission.New(admission.Options{Limit: fixed(2), QueueSize: 3, QueueTimeout: 50 * time.Millisecond})
+	c, err := admission.New(admission.Options{Limit: fixed(2), QueueSize: 3, QueueTimeout: 50 * time.Millisecond,
+		MinShare: 0.3, MaxQueuedPerTenant: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,11 +155,12 @@ func runOps(t *testing.T, ops []byte) {
 	}
 	for _, op := range ops {
 		switch op % 8 {
-		case 0, 1: // acquire
+		case 0, 1: // acquire, with a priority and tenant from the op's high bits
 			ctx, cancel := context.WithCancel(context.Background())
 			out := make(chan result, 1)
+			req := admission.Request{Priority: admission.Priority(int(op>>3)%4 - 2), Tenant: string(rune('a' + (op>>5)%3))}
 			go func() {
-				p, err := c.Acquire(ctx, admission.Request{})
+				p, err := c.Acquire(ctx, req)
 				out <- result{p: p, err: err}
 			}()
 			waiting = append(waiting, pending{cancel, out})
