@@ -1,0 +1,307 @@
+//go:build unix
+
+package reactssr
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// pageMarker is in every listing page; cardMarker once per listing card.
+const (
+	pageMarker = `data-testid="listing-page"`
+	cardMarker = `data-testid="listing-card"`
+	pageSize   = 200
+)
+
+// Deadlines of the waits on real processes: generous, because the machine
+// is shared and a cold Node.js start takes a second or more.
+const (
+	startDeadline = 30 * time.Second
+	exitDeadline  = 15 * time.Second
+	pollInterval  = 20 * time.Millisecond
+)
+
+// requireNode returns the example's absolute directory, after checking
+// that node is on PATH and npm ci has been run there. Without them the test
+// is skipped, or fails when the environment variable CI is set: CI must
+// run it.
+func requireNode(tb testing.TB) string {
+	tb.Helper()
+	dir, err := filepath.Abs(".")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	missing := ""
+	if _, err := exec.LookPath("node"); err != nil {
+		missing = "node is not on PATH"
+	} else if _, err := os.Stat(filepath.Join(dir, "node_modules", "react-dom", "package.json")); err != nil {
+		missing = "node_modules is missing: run npm ci in " + dir
+	}
+	if missing == "" {
+		return dir
+	}
+	if os.Getenv("CI") != "" {
+		tb.Fatalf("%s (CI is set, so this test may not skip)", missing)
+	}
+	tb.Skip(missing)
+	return ""
+}
+
+// lockedBuffer collects a child's output; safe for concurrent use.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// child is a process a test started, in its own process group.
+type child struct {
+	cmd  *exec.Cmd
+	out  *lockedBuffer
+	done chan struct{} // closed when Wait has returned
+	err  error         // Wait's result, set before done is closed
+}
+
+// startChild starts cmd in its own process group, collecting its output.
+// Cleanup stops it if the test has not: SIGTERM, then SIGKILL to the group
+// after exitDeadline, and logs its output when the test failed.
+func startChild(tb testing.TB, cmd *exec.Cmd) *child {
+	tb.Helper()
+	c := &child{cmd: cmd, out: &lockedBuffer{}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = c.out, c.out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		tb.Fatalf("start %s: %v", cmd.Path, err)
+	}
+	go func() {
+		c.err = cmd.Wait()
+		close(c.done)
+	}()
+	tb.Cleanup(func() {
+		c.stop(tb)
+		if tb.Failed() {
+			tb.Logf("output of %s:\n%s", strings.Join(cmd.Args, " "), c.out.String())
+		}
+	})
+	return c
+}
+
+func (c *child) pid() int { return c.cmd.Process.Pid }
+
+// stop ends the child if it still runs: SIGTERM, and SIGKILL to its
+// process group if it has not exited within exitDeadline.
+func (c *child) stop(tb testing.TB) {
+	select {
+	case <-c.done:
+		return
+	default:
+	}
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.done:
+	case <-time.After(exitDeadline):
+		tb.Errorf("%s (pid %d) still running %v after SIGTERM; killing its group", c.cmd.Args[0], c.pid(), exitDeadline)
+		_ = syscall.Kill(-c.pid(), syscall.SIGKILL)
+		<-c.done
+	}
+}
+
+// wait returns the child's exit code once it has exited, or fails the test
+// if it is still running after d.
+func (c *child) wait(tb testing.TB, d time.Duration) int {
+	tb.Helper()
+	select {
+	case <-c.done:
+	case <-time.After(d):
+		tb.Fatalf("%s (pid %d) still running after %v", c.cmd.Args[0], c.pid(), d)
+	}
+	var exit *exec.ExitError
+	switch {
+	case c.err == nil:
+		return 0
+	case errors.As(c.err, &exit):
+		return exit.ExitCode()
+	default:
+		tb.Fatalf("wait %s: %v", c.cmd.Args[0], c.err)
+		return -1
+	}
+}
+
+// pollUntil calls cond every pollInterval until it returns true, failing
+// the test if it has not within d. It is for the outside of real processes,
+// which give no other signal of their state.
+func pollUntil(tb testing.TB, d time.Duration, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("%s: not within %v", what, d)
+		}
+		time.Sleep(pollInterval)
+	}
+}
+
+// freeAddr returns 127.0.0.1:PORT with a port that was free a moment ago.
+func freeAddr(tb testing.TB) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// held is a request the worker is holding: it has reached the worker
+// (pid), which renders it once release is called.
+type held struct {
+	name    string
+	pid     string
+	release func()
+}
+
+// holdHook is the test's end of worker.js's REACT_SSR_HOLD_ADDR: a worker
+// given ?hold=NAME connects, says "NAME PID" and waits until the connection
+// is closed.
+type holdHook struct {
+	addr string
+	held chan held
+}
+
+// newHoldHook listens on 127.0.0.1; cleanup closes the listener and
+// releases every request still held.
+func newHoldHook(tb testing.TB) *holdHook {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	h := &holdHook{addr: ln.Addr().String(), held: make(chan held, 16)}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	wg.Go(func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, conn)
+			mu.Unlock()
+			wg.Go(func() {
+				_ = conn.SetReadDeadline(time.Now().Add(startDeadline))
+				line, err := bufio.NewReader(conn).ReadString('\n')
+				name, pid, ok := strings.Cut(strings.TrimSpace(line), " ")
+				if err != nil || !ok {
+					conn.Close()
+					return
+				}
+				select {
+				case h.held <- held{name: name, pid: pid, release: func() { conn.Close() }}:
+				default: // nobody expects it: let it go
+					conn.Close()
+				}
+			})
+		}
+	})
+	tb.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	return h
+}
+
+// next returns the next held request, failing the test after d.
+func (h *holdHook) next(tb testing.TB, d time.Duration) held {
+	tb.Helper()
+	select {
+	case r := <-h.held:
+		return r
+	case <-time.After(d):
+		tb.Fatalf("no request reached a worker's hold within %v", d)
+		return held{}
+	}
+}
+
+// reply is an HTTP response read whole, or the error that stopped it.
+type reply struct {
+	status int
+	header http.Header
+	body   string
+	err    error
+}
+
+func (r reply) String() string {
+	if r.err != nil {
+		return r.err.Error()
+	}
+	return fmt.Sprintf("%d %.80q", r.status, r.body)
+}
+
+// get sends GET url with client and reads the whole answer within timeout.
+func get(client *http.Client, url string, timeout time.Duration) reply {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return reply{err: err}
+	}
+	return do(client, req)
+}
+
+func do(client *http.Client, req *http.Request) reply {
+	resp, err := client.Do(req)
+	if err != nil {
+		return reply{err: err}
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return reply{status: resp.StatusCode, header: resp.Header, body: string(body), err: err}
+}
+
+// checkPage reports what is wrong with r as a listing page, or "".
+func checkPage(r reply) string {
+	switch {
+	case r.err != nil:
+		return r.err.Error()
+	case r.status != http.StatusOK:
+		return fmt.Sprintf("status %d (%s), want 200", r.status, strings.TrimSpace(r.body))
+	case !strings.Contains(r.body, pageMarker):
+		return fmt.Sprintf("body (%d bytes) lacks %s", len(r.body), pageMarker)
+	case r.header.Get("X-Worker-Pid") == "":
+		return "no X-Worker-Pid header"
+	}
+	return ""
+}
