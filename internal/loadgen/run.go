@@ -272,7 +272,7 @@ func (g *generator) do(ctx context.Context, due time.Time, sp spec) *result {
 		res.attempts++
 		if a.kind == "" {
 			res.ok = true
-			res.latency = time.Since(due)
+			res.latency = a.end.Sub(due)
 			return res
 		}
 		res.failed = append(res.failed, a.kind)
@@ -304,6 +304,7 @@ type attemptResult struct {
 	kind       string
 	status     int // 0 when no response arrived
 	retryAfter string
+	end        time.Time // when the response's last byte was read
 }
 
 func (g *generator) attempt(ctx context.Context, deadline time.Time, sp spec) attemptResult {
@@ -330,10 +331,17 @@ func (g *generator) attempt(ctx context.Context, deadline time.Time, sp spec) at
 	}
 	_, err = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
+	end := time.Now()
 	if err != nil {
 		return attemptResult{kind: errorKind(ctx, actx, err)}
 	}
-	a := attemptResult{status: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After")}
+	if !end.Before(deadline) {
+		// Cancellation did not cut the response short (a body that ignores
+		// it, or this goroutine starved of CPU past the deadline): the
+		// caller would have given up all the same.
+		return attemptResult{kind: KindTimeout}
+	}
+	a := attemptResult{status: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After"), end: end}
 	if resp.StatusCode < 200 || resp.StatusCode >= 400 {
 		a.kind = statusKind(resp.StatusCode, resp.Header.Get("Sluice-Shed"))
 	}

@@ -57,6 +57,45 @@ func TestDoCountsFromScheduledSend(t *testing.T) {
 	}
 }
 
+// slowBody ignores cancellation, as some bodies do: only a check of the
+// clock after the read can tell that the answer came too late.
+type slowBody struct{ d time.Duration }
+
+func (b *slowBody) Read([]byte) (int, error) { time.Sleep(b.d); return 0, io.EOF }
+func (b *slowBody) Close() error             { return nil }
+
+func TestAttemptPastDeadlineIsATimeout(t *testing.T) {
+	tests := []struct {
+		name   string
+		read   time.Duration
+		wantOK bool
+	}{
+		{"within patience", 900 * time.Millisecond, true},
+		{"past patience", 1100 * time.Millisecond, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rt := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+					return &http.Response{StatusCode: 200, Body: &slowBody{tt.read}}, nil
+				})
+				cfg := Config{URL: "http://127.0.0.1:1/", Phases: []Phase{{Rate: 1, Duration: time.Second}}, Transport: rt}
+				g, err := newGenerator(cfg.withDefaults())
+				if err != nil {
+					t.Fatal(err)
+				}
+				res := g.do(t.Context(), time.Now(), spec{url: g.urls[0]})
+				if res.ok != tt.wantOK {
+					t.Errorf("ok = %v (failed %v), want %v", res.ok, res.failed, tt.wantOK)
+				}
+				if !tt.wantOK && (len(res.failed) != 1 || res.failed[0] != KindTimeout) {
+					t.Errorf("failed attempts %v, want [%s]", res.failed, KindTimeout)
+				}
+			})
+		})
+	}
+}
+
 // LoopbackOnly is checked on the resolved address, so a name that resolves
 // elsewhere is refused too; Control runs before connect, so nothing is sent.
 func TestLoopbackOnlyDialer(t *testing.T) {
