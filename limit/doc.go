@@ -12,5 +12,114 @@
 //
 // Both return the new limit. Time is always a parameter (Sample.Now,
 // Window.Now); nothing here reads the clock, sleeps or starts a goroutine,
-// so every rule is tested with plain tables.
+// so every rule is tested with plain tables. The one exception is the
+// Runtime signal, whose Run samples the Go runtime until its context ends.
+//
+// Observe is called concurrently from every goroutine that completes a
+// request; Tick from one goroutine, once per window. Limit is one atomic
+// load in every algorithm here.
+//
+// # Fixed
+//
+// A constant the caller Sets: the number of worker slots, say.
+//
+// # AIMD: the seed's saturation rule
+//
+// Every window, with inflight = max(Window.Inflight, Window.PeakInflight):
+//
+//	saturation >= MaxSaturation and inflight >= L/2:  L = max(Min, floor(0.9 L))
+//	otherwise:                                        L = min(Max, L + max(1, ceil(sqrt(L))))
+//
+// Defaults: Initial = Max (wide open), Min 1, Max 1000, MaxSaturation 0.95.
+// A NaN saturation is unknown and counts as below the maximum. The seed's
+// maxConcurrentRequests, a hard ceiling, is applied by the caller as
+// Max = min(maxLimit, maxConcurrentRequests); Initial is clamped into
+// [Min, Max].
+//
+// # Gradient: RTT against the no-load RTT
+//
+// Gradient keeps a baseline, its estimate of the RTT without queueing, and
+// steers the limit to where the mean RTT is Tolerance times that:
+//
+//	g = clamp(Tolerance x baseline / short, 0.5, 1)
+//	g < 1:  L = L x (1 - Smoothing x (1 - g))
+//	g = 1:  L = 2 L               while short <= baseline x (1 + (Tolerance-1)/4)
+//	        L = L + max(1, sqrt(L)) otherwise
+//
+// clamped to [Min, Max]. Defaults: Initial 100, Min 1, Max 1000, Tolerance
+// 1.5, MinSamples 10, Smoothing 0.5. For a CPU-bound service with c cores
+// (RTT = s x max(1, L/c)) the limit settles between c and 1.5 c: the knee,
+// where more concurrency stops buying throughput and only buys latency
+// (Little's law), plus the tolerated queue.
+//
+// Measurement. short is the mean RTT of an epoch: the windows since the
+// limit last changed, so that all its samples saw one limit. An epoch is
+// acted on once it holds MinSamples samples and its relative standard
+// error is at most 3%; until then the limit holds and the next window adds
+// to it (after 60 windows it starts over). Real RTTs are noisy: deciding on
+// a window of a few dozen samples lets noise steer the limit, and the
+// lowest of many noisy means is far below the true no-load RTT.
+//
+// The baseline. It is the lowest short seen, and rises only on evidence:
+// once the mean in-flight count of an epoch differs by a tenth or more from
+// that of a reference epoch, the elasticity of RTT to concurrency,
+// e = ln(RTT ratio) / ln(concurrency ratio), tells queueing (e near 1: RTT
+// follows concurrency) from a flat RTT (e near 0: the lower concurrency was
+// not queueing, so its RTT is a no-load RTT). The pair is judged only when
+// the two hypotheses are three standard errors from the boundary e = 1/2
+// between them; otherwise the reference stays and a later epoch, further
+// away, settles it. A flat verdict trusts the baseline and raises it to the
+// flat RTT / Tolerance when that is higher: the service itself got slower
+// (lost capacity, a slow dependency), shrinking did not help, and the limit
+// now settles at the new knee instead of shrinking to Min. An RTT that moved
+// against concurrency (up while it fell) means the service changed between
+// the two epochs, and proves nothing.
+//
+// Starting. Until some pair of epochs has shown a flat RTT, the lowest RTT
+// seen may itself be a loaded one (a start above the knee sees only loaded
+// RTTs, so a gradient against it would read 1 and grow for ever). The limit
+// then walks down, 0.8 L per epoch, waiting for each step to be judged,
+// until the RTT stops following it; at Min, the RTT there is the no-load RTT
+// by definition. Then slow start doubles the limit while RTT stays within a
+// quarter of the tolerance of the baseline.
+//
+// The defects of the best-known implementations, and what is done here:
+//
+//   - Netflix Gradient2 grows without bound under modest steady overload
+//     (concurrency-limits #134): its long-run RTT is an average over 600
+//     samples that drifts up to the overloaded RTT, the gradient tends to 1
+//     and the +4 queue allowance wins. Here the baseline never follows the
+//     loaded RTT; it rises only on a significant flat verdict, and then
+//     only to RTT / Tolerance, so a wrong verdict at the limit the rule
+//     settles on (where RTT is already Tolerance x baseline) barely moves it.
+//   - Gradient2 ignores drops (#176). Here the first dropped Sample of a
+//     window cuts L to 0.9 L at once, in Observe; later drops in the window
+//     add nothing, and the window is not used for RTT (its RTTs measure the
+//     old limit, a dropped request's RTT measures the timeout).
+//   - A gradient alone grows a limit nobody reaches: under light load RTT
+//     is at its best and g reads 1 (Envoy's filter has no check; Gradient2
+//     holds below L/2). Here a window whose peak in-flight count is below
+//     L/2 holds L, neither growing into unused space nor shrinking on RTTs
+//     that say nothing about the limit.
+//   - Gradient2 starts at 20 and rejects traffic after every deploy. Here
+//     Initial defaults to 100 and takes the previous process's last limit.
+//   - Envoy's filter re-measures the no-load RTT by pinning the limit to 3
+//     for 50 requests, with 503s every time (envoy #8337). Here nothing
+//     pins: the baseline is learnt from the limit's own movements and the
+//     walk down at start is gradual and judged step by step.
+//
+// What no RTT rule can do: tell a slower service from a busier one within a
+// single epoch, or follow a change of workload mix (fast routes giving way
+// to slow ones) that the mean RTT reads as congestion. The saturation-driven
+// AIMD does not have that weakness, which is why it is the default.
+//
+// # Signals
+//
+// Runtime measures the saturation of a Go process from runtime/metrics: the
+// 99th percentile of scheduling latency (runnable goroutines waiting for a
+// P) against RuntimeOptions.SchedLatency (1ms), and the busy fraction of the
+// usable CPUs (GOMAXPROCS, or a lower cgroup v2 cpu.max / v1 CFS quota),
+// whichever is higher. Its type documentation states the limits of those
+// metrics. SignalFunc adapts any function, for callers with their own
+// signal.
 package limit
