@@ -1,0 +1,133 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/sluicehq/sluice/admission"
+	"github.com/sluicehq/sluice/internal/config"
+	"github.com/sluicehq/sluice/internal/demo"
+	"github.com/sluicehq/sluice/limit"
+)
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func TestLibAdmissionOptionsAreTheDefaults(t *testing.T) {
+	o, err := LibAdmissionOptions(limit.SignalFunc(func() float64 { return 0 }), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := config.Default()
+	bp := def.Server.Backpressure
+	if o.QueueSize != bp.QueueSize || o.QueueTimeout != bp.QueueTimeout {
+		t.Errorf("got queue %d / %v, want the defaults %d / %v", o.QueueSize, o.QueueTimeout, bp.QueueSize, bp.QueueTimeout)
+	}
+	if o.CoDelTarget != def.Overload.CoDel.Target || o.CoDelInterval != def.Overload.CoDel.Interval {
+		t.Errorf("got CoDel %v / %v, want %v / %v", o.CoDelTarget, o.CoDelInterval, def.Overload.CoDel.Target, def.Overload.CoDel.Interval)
+	}
+	if o.MaxSaturation != bp.SaturationMax || o.SampleWindow != bp.SampleWindow || o.MinShare != def.Overload.PriorityMinShare {
+		t.Errorf("got saturation %v window %v share %v, want the defaults", o.MaxSaturation, o.SampleWindow, o.MinShare)
+	}
+	if o.Signal == nil {
+		t.Error("got no saturation signal, want the one passed")
+	}
+	// The AIMD limit starts wide open at the ceiling, maxConcurrentRequests.
+	if _, ok := o.Limit.(*limit.AIMD); !ok {
+		t.Fatalf("got limit %T, want *limit.AIMD", o.Limit)
+	}
+	if got, want := o.Limit.Limit(), min(bp.MaxLimit, def.Server.MaxConcurrentRequests); got != want {
+		t.Errorf("got initial limit %d, want %d", got, want)
+	}
+}
+
+func TestLibHandler(t *testing.T) {
+	app := &demo.App{Work: demo.NewWork(1), Name: "test"}
+	h := LibHandler(app, nil)
+	for _, path := range []string{"/?cpu=0", demo.ReadyPath} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		if rec.Code != http.StatusOK {
+			t.Errorf("%s: got %d, want 200", path, rec.Code)
+		}
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", demo.StatsPath, nil))
+	var s demo.Stats
+	if err := json.Unmarshal(rec.Body.Bytes(), &s); err != nil || s.Rendered != 1 {
+		t.Errorf("stats: got %+v, %v, want one render", s, err)
+	}
+}
+
+func TestLibHandlerWithAdmissionShedsOverTheLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctrl, err := admission.New(admission.Options{Limit: limit.NewFixed(1), QueueSize: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ctrl.Close()
+		h := LibHandler(&demo.App{Work: demo.NewWork(1)}, ctrl)
+
+		held := httptest.NewRecorder()
+		go h.ServeHTTP(held, httptest.NewRequest("GET", "/?cpu=0&sleep=1000", nil))
+		synctest.Wait() // the first request holds the only slot, asleep
+
+		shed := httptest.NewRecorder()
+		h.ServeHTTP(shed, httptest.NewRequest("GET", "/?cpu=0", nil))
+		if shed.Code != http.StatusServiceUnavailable || shed.Header().Get(admission.HeaderShed) == "" {
+			t.Errorf("over the limit: got %d with Sluice-Shed %q, want 503 with a reason", shed.Code, shed.Header().Get(admission.HeaderShed))
+		}
+		// Stats and readiness are never queued.
+		for _, path := range []string{demo.StatsPath, demo.ReadyPath} {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+			if rec.Code != http.StatusOK {
+				t.Errorf("%s while saturated: got %d, want 200", path, rec.Code)
+			}
+		}
+		time.Sleep(time.Second) // fake time: the held request's sleep ends
+		synctest.Wait()
+		if held.Code != http.StatusOK {
+			t.Errorf("held request: got %d, want 200", held.Code)
+		}
+	})
+}
+
+func TestServeLibStopsWithItsContext(t *testing.T) {
+	for _, withAdmission := range []bool{false, true} {
+		ln, err := ListenLoopback("127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- ServeLib(ctx, ln, 1000, withAdmission, nil) }()
+		url := "http://" + ln.Addr().String()
+		if err := WaitHTTP(ctx, url+demo.ReadyPath); err != nil {
+			t.Fatal(err)
+		}
+		status, err := get(ctx, newClient(5*time.Second), url+"/?cpu=1", io.Discard)
+		if err != nil || status != http.StatusOK {
+			t.Errorf("admission %v: got %d, %v, want 200", withAdmission, status, err)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("admission %v: got %v, want a clean stop", withAdmission, err)
+		}
+	}
+}
+
+func TestListenLoopbackRefusesOtherAddresses(t *testing.T) {
+	for _, addr := range []string{"0.0.0.0:0", ":0", "example.com:80", "nonsense"} {
+		if ln, err := ListenLoopback(addr); err == nil {
+			ln.Close()
+			t.Errorf("%s: got a listener, want an error", addr)
+		}
+	}
+}

@@ -1,0 +1,217 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"text/template"
+	"time"
+)
+
+//go:embed configs/*.tmpl
+var configFS embed.FS
+
+// NginxConfig is nginx in front of HAProxy: request and response
+// buffering, /ping answered by nginx, keep-alive to HAProxy.
+type NginxConfig struct {
+	Listen   string // host:port nginx listens on
+	Upstream string // HAProxy's host:port
+	Dir      string // pid file, error log and temporary files
+}
+
+// HAProxyConfig is HAProxy as the queue: leastconn over workers of maxconn
+// 1, timeout queue QueueTimeout, abortonclose.
+type HAProxyConfig struct {
+	Listen       string
+	Workers      []string
+	QueueTimeout time.Duration
+}
+
+// SluiceConfig is the suite's sluice.yaml: the defaults plus the listener,
+// the upstreams (concurrency 1), trusted peers 127.0.0.1 and tenants by
+// the X-Tenant header.
+type SluiceConfig struct {
+	Listen  string
+	Admin   string // host:port, or "off"
+	Workers []string
+}
+
+// Render writes the configuration file's text.
+func (c NginxConfig) Render() ([]byte, error) { return render("nginx.conf.tmpl", c) }
+
+// Render writes the configuration file's text.
+func (c HAProxyConfig) Render() ([]byte, error) {
+	if c.QueueTimeout <= 0 || c.QueueTimeout%time.Millisecond != 0 {
+		return nil, fmt.Errorf("bench: haproxy queue timeout %v: want a positive whole number of milliseconds", c.QueueTimeout)
+	}
+	return render("haproxy.cfg.tmpl", struct {
+		Listen       string
+		Workers      []string
+		QueueTimeout string
+	}{c.Listen, c.Workers, fmt.Sprintf("%dms", c.QueueTimeout/time.Millisecond)})
+}
+
+// Render writes the configuration file's text.
+func (c SluiceConfig) Render() ([]byte, error) { return render("sluice.yaml.tmpl", c) }
+
+func render(name string, data any) ([]byte, error) {
+	t, err := template.ParseFS(configFS, "configs/"+name)
+	if err != nil {
+		return nil, fmt.Errorf("bench: %s: %w", name, err)
+	}
+	var b bytes.Buffer
+	if err := t.Execute(&b, data); err != nil {
+		return nil, fmt.Errorf("bench: %s: %w", name, err)
+	}
+	return b.Bytes(), nil
+}
+
+// Front is a running front server the load is sent to.
+type Front struct {
+	Name string
+	// URL is where the load goes, without query.
+	URL   string
+	Procs []*Process
+}
+
+// CPUTime returns the CPU time the front's processes have used so far.
+func (f *Front) CPUTime() time.Duration {
+	var d time.Duration
+	for _, p := range f.Procs {
+		d += p.CPUTime()
+	}
+	return d
+}
+
+// Stop stops the front's processes, the first-started last.
+func (f *Front) Stop() {
+	for i := len(f.Procs) - 1; i >= 0; i-- {
+		f.Procs[i].Stop(15 * time.Second)
+	}
+}
+
+// StartNginxHAProxy starts HAProxy (haproxyBin, foreground) over workers
+// with the given queue timeout and nginx (nginxBin, foreground) in front
+// of it, with their configuration files and logs in dir, and waits until
+// a request through both reaches a worker.
+func StartNginxHAProxy(ctx context.Context, name, nginxBin, haproxyBin string, workers []string, queueTimeout time.Duration, dir string) (*Front, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	hport, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	nport, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	hcfg, err := HAProxyConfig{Listen: fmt.Sprintf("127.0.0.1:%d", hport), Workers: workers, QueueTimeout: queueTimeout}.Render()
+	if err != nil {
+		return nil, err
+	}
+	ncfg, err := NginxConfig{Listen: fmt.Sprintf("127.0.0.1:%d", nport), Upstream: fmt.Sprintf("127.0.0.1:%d", hport), Dir: dir}.Render()
+	if err != nil {
+		return nil, err
+	}
+	hpath, npath := filepath.Join(dir, "haproxy.cfg"), filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(hpath, hcfg, 0o644); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(npath, ncfg, 0o644); err != nil {
+		return nil, err
+	}
+	f := &Front{Name: name, URL: fmt.Sprintf("http://127.0.0.1:%d/", nport)}
+	// -db: stay in the foreground, so that its PID is the one we stop.
+	hp, err := StartProcess(name+"-haproxy", filepath.Join(dir, "haproxy.log"), nil, haproxyBin, "-db", "-f", hpath)
+	if err != nil {
+		return nil, err
+	}
+	f.Procs = append(f.Procs, hp)
+	np, err := StartProcess(name+"-nginx", filepath.Join(dir, "nginx.log"), nil, nginxBin, "-p", dir, "-c", npath)
+	if err != nil {
+		f.Stop()
+		return nil, err
+	}
+	f.Procs = append(f.Procs, np)
+	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if err := WaitStarted(wctx, f.URL+"?cpu=0", hp, np); err != nil {
+		f.Stop()
+		return nil, err
+	}
+	return f, nil
+}
+
+// StartSluice starts `sluiceBin serve` over workers with the suite's
+// configuration, written to dir, and waits until it is ready.
+func StartSluice(ctx context.Context, name, sluiceBin string, workers []string, dir string) (*Front, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	port, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	aport, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := SluiceConfig{Listen: fmt.Sprintf("127.0.0.1:%d", port), Admin: fmt.Sprintf("127.0.0.1:%d", aport), Workers: workers}.Render()
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, "sluice.yaml")
+	if err := os.WriteFile(path, cfg, 0o644); err != nil {
+		return nil, err
+	}
+	p, err := StartProcess(name, filepath.Join(dir, "sluice.log"), nil, sluiceBin, "serve", "-c", path)
+	if err != nil {
+		return nil, err
+	}
+	f := &Front{Name: name, URL: fmt.Sprintf("http://127.0.0.1:%d/", port), Procs: []*Process{p}}
+	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if err := WaitStarted(wctx, fmt.Sprintf("http://127.0.0.1:%d/__sluice/ready", port), p); err != nil {
+		f.Stop()
+		return nil, err
+	}
+	return f, nil
+}
+
+// StartSelf starts the harness binary itself (os.Executable) with args, as
+// a front that listens on addr and answers readyPath once it serves.
+func StartSelf(ctx context.Context, name, addr, readyPath, logDir string, env []string, args ...string) (*Front, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	p, err := StartProcess(name, filepath.Join(logDir, name+".log"), env, append([]string{self}, args...)...)
+	if err != nil {
+		return nil, err
+	}
+	f := &Front{Name: name, URL: "http://" + addr + "/", Procs: []*Process{p}}
+	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if err := WaitStarted(wctx, "http://"+addr+readyPath, p); err != nil {
+		f.Stop()
+		return nil, err
+	}
+	return f, nil
+}
+
+// ToolVersion runs bin with args and returns the first line it prints (on
+// either stream), e.g. nginx's "nginx version: nginx/1.22.1".
+func ToolVersion(bin string, args ...string) string {
+	out, err := exec.Command(bin, args...).CombinedOutput()
+	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	if line == "" && err != nil {
+		return "unknown (" + err.Error() + ")"
+	}
+	return line
+}

@@ -1,0 +1,87 @@
+package bench
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestRoundRobinTakesTurns(t *testing.T) {
+	var addrs []string
+	for _, name := range []string{"a", "b", "c"} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, name) }))
+		t.Cleanup(srv.Close)
+		addrs = append(addrs, strings.TrimPrefix(srv.URL, "http://"))
+	}
+	rr, err := NewRoundRobin(addrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	front := httptest.NewServer(rr)
+	t.Cleanup(front.Close)
+	var got []string
+	for range 6 {
+		var b strings.Builder
+		status, err := get(context.Background(), newClient(5*time.Second), front.URL, &b)
+		if err != nil || status != http.StatusOK {
+			t.Fatalf("got %d, %v, want 200", status, err)
+		}
+		got = append(got, b.String())
+	}
+	if want := "abcabc"; strings.Join(got, "") != want {
+		t.Errorf("got upstreams %v in turn, want %s", got, want)
+	}
+}
+
+func TestRoundRobinCancelsTheUpstreamWhenTheClientLeaves(t *testing.T) {
+	arrived, cancelled := make(chan struct{}), make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(arrived)
+		<-r.Context().Done()
+		close(cancelled)
+	}))
+	t.Cleanup(up.Close)
+	rr, err := NewRoundRobin([]string{strings.TrimPrefix(up.URL, "http://")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	front := httptest.NewServer(rr)
+	t.Cleanup(front.Close)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := get(ctx, newClient(5*time.Second), front.URL, io.Discard)
+		done <- err
+	}()
+	<-arrived
+	cancel()
+	<-done
+	select {
+	case <-cancelled:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the upstream request was not cancelled when the client left")
+	}
+}
+
+func TestRoundRobinAnswers502WhenTheUpstreamIsDown(t *testing.T) {
+	port, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rr, err := NewRoundRobin([]string{"127.0.0.1:" + itoa(port)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	rr.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+	if rec.Code != http.StatusBadGateway {
+		t.Errorf("got %d, want 502", rec.Code)
+	}
+	if _, err := NewRoundRobin(nil); err == nil {
+		t.Error("no upstreams: got no error, want one")
+	}
+}

@@ -1,0 +1,559 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/demo"
+	"github.com/sluicehq/sluice/internal/loadgen"
+)
+
+// Setup names: the fronts compared, each a way to reach the same work.
+const (
+	SetupSluice       = "sluice"              // sluice serve, upstreams = the workers
+	SetupRoundRobin   = "round-robin"         // a Go reverse proxy, no admission control
+	SetupNginxHA1s    = "nginx-haproxy-1s"    // nginx -> HAProxy, timeout queue 1s
+	SetupNginxHA500ms = "nginx-haproxy-500ms" // nginx -> HAProxy, timeout queue 500ms
+	SetupLibPlain     = "lib-plain"           // net/http + the demo app, GOMAXPROCS 2
+	SetupLibSluice    = "lib-sluice"          // the same behind sluice's admission middleware
+)
+
+// AllSetups lists the setups in the order tables show them.
+func AllSetups() []string {
+	return []string{SetupSluice, SetupRoundRobin, SetupNginxHA1s, SetupNginxHA500ms, SetupLibPlain, SetupLibSluice}
+}
+
+// isLib reports whether setup is a library-face server (its own process
+// renders, in-process, instead of the workers).
+func isLib(setup string) bool { return setup == SetupLibPlain || setup == SetupLibSluice }
+
+// Options configure a Suite. Zero fields take the defaults named.
+type Options struct {
+	// SluiceBin is the sluice binary: the workers (demo-worker) and the
+	// sluice front (serve). Required.
+	SluiceBin string
+	// NginxBin and HAProxyBin run the nginx -> HAProxy setups; empty
+	// leaves those setups out.
+	NginxBin, HAProxyBin string
+	// OutDir receives the results (JSON, SVG, Markdown). Required.
+	OutDir string
+	// WorkDir receives configuration files and process logs. Required.
+	WorkDir string
+	// Setups to run; nil means AllSetups (those whose binaries are given).
+	Setups []string
+	// Workers is the number of demo workers; 0 means 2.
+	Workers int
+	// UnitsPerMs is the demo work calibration; 0 means calibrate now.
+	UnitsPerMs float64
+	// Phase is the length of a constant-load phase; 0 means 10 s.
+	Phase time.Duration
+	// KeepAlive lists the client modes to run; nil means on, then off.
+	KeepAlive []bool
+	// Repeats is how many times the repeated point runs; 0 means 3.
+	Repeats int
+	// DrainBound bounds the wait for the workers to finish after a run;
+	// past it they are restarted. 0 means 60 s.
+	DrainBound time.Duration
+	// CapacityTime is the length of one capacity measurement; 0 means 5 s.
+	CapacityTime time.Duration
+	// Logger receives progress; nil means discard.
+	Logger *slog.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.Workers == 0 {
+		o.Workers = 2
+	}
+	if o.Phase == 0 {
+		o.Phase = 10 * time.Second
+	}
+	if o.KeepAlive == nil {
+		o.KeepAlive = []bool{true, false}
+	}
+	if o.Repeats == 0 {
+		o.Repeats = 3
+	}
+	if o.DrainBound == 0 {
+		o.DrainBound = 60 * time.Second
+	}
+	if o.CapacityTime == 0 {
+		o.CapacityTime = 5 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Setups == nil {
+		for _, s := range AllSetups() {
+			if strings.HasPrefix(s, "nginx-haproxy") && (o.NginxBin == "" || o.HAProxyBin == "") {
+				continue
+			}
+			o.Setups = append(o.Setups, s)
+		}
+	}
+	return o
+}
+
+// Capacities are the closed-loop throughputs the load multiples refer to,
+// each the median of three measurements (all three kept).
+type Capacities struct {
+	// Workers at ?cpu=10 and ?cpu=20, one client per worker, direct.
+	Workers10, Workers20 []float64
+	// Lib at ?cpu=10 and ?cpu=20: the library-face plain server, LibProcs
+	// clients.
+	Lib10, Lib20 []float64
+}
+
+// target is one setup ready to be loaded.
+type target struct {
+	name  string
+	url   string // base URL, ending in "/"
+	front *Front // the processes between client and renderer, if any
+	pool  *Pool  // who renders
+	cap10 float64
+	cap20 float64
+}
+
+// Suite runs the scenarios against setups it starts once and stops in
+// Close. Not safe for concurrent use: runs are sequential so that they do
+// not share the machine.
+type Suite struct {
+	o       Options
+	log     *slog.Logger
+	env     Environment
+	workers *Pool
+	fronts  []*Front
+	libs    []*Pool
+	targets map[string]*target
+}
+
+// NewSuite calibrates the work, starts the workers, measures capacity and
+// starts every setup. On error everything started is stopped.
+func NewSuite(ctx context.Context, o Options) (_ *Suite, err error) {
+	if o.SluiceBin == "" || o.OutDir == "" || o.WorkDir == "" {
+		return nil, errors.New("bench: Options.SluiceBin, OutDir and WorkDir are required")
+	}
+	o = o.withDefaults()
+	s := &Suite{o: o, log: o.Logger, targets: map[string]*target{}}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	for _, d := range []string{o.OutDir, o.WorkDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	if o.UnitsPerMs == 0 {
+		o.UnitsPerMs = demo.Calibrate(time.Second).UnitsPerMilli()
+		s.o.UnitsPerMs = o.UnitsPerMs
+		s.log.Info("calibrated demo work", "unitsPerMs", o.UnitsPerMs)
+	}
+	s.env = describeEnvironment(o)
+
+	if s.workers, err = StartWorkers(ctx, o.SluiceBin, o.Workers, o.UnitsPerMs, o.WorkDir); err != nil {
+		return nil, err
+	}
+	var urls10, urls20 []string
+	for _, a := range s.workers.Addrs {
+		urls10 = append(urls10, "http://"+a+"/?cpu=10")
+		urls20 = append(urls20, "http://"+a+"/?cpu=20")
+	}
+	if s.env.Capacity.Workers10, s.env.Capacity.Workers20, err = s.measure(ctx, urls10, urls20, 1); err != nil {
+		return nil, err
+	}
+	w10, w20 := Median(s.env.Capacity.Workers10), Median(s.env.Capacity.Workers20)
+	s.log.Info("capacity of the workers", "cpu10", w10, "cpu20", w20)
+
+	for _, name := range o.Setups {
+		t := &target{name: name, pool: s.workers, cap10: w10, cap20: w20}
+		dir := filepath.Join(o.WorkDir, name)
+		switch name {
+		case SetupSluice:
+			t.front, err = StartSluice(ctx, name, o.SluiceBin, s.workers.Addrs, dir)
+		case SetupRoundRobin:
+			t.front, err = s.startRoundRobin(ctx)
+		case SetupNginxHA1s:
+			t.front, err = StartNginxHAProxy(ctx, name, o.NginxBin, o.HAProxyBin, s.workers.Addrs, time.Second, dir)
+		case SetupNginxHA500ms:
+			t.front, err = StartNginxHAProxy(ctx, name, o.NginxBin, o.HAProxyBin, s.workers.Addrs, 500*time.Millisecond, dir)
+		case SetupLibPlain, SetupLibSluice:
+			t.pool, err = s.startLib(ctx, name)
+			if err == nil {
+				t.front = &Front{Name: name, URL: "http://" + t.pool.Addrs[0] + "/"}
+			}
+		default:
+			return nil, fmt.Errorf("bench: unknown setup %q", name)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if t.front != nil && len(t.front.Procs) > 0 {
+			s.fronts = append(s.fronts, t.front)
+		}
+		t.url = t.front.URL
+		s.targets[name] = t
+	}
+	if lib := s.targets[SetupLibPlain]; lib != nil {
+		if s.env.Capacity.Lib10, s.env.Capacity.Lib20, err = s.measure(ctx, []string{lib.url + "?cpu=10"}, []string{lib.url + "?cpu=20"}, LibProcs); err != nil {
+			return nil, err
+		}
+		l10, l20 := Median(s.env.Capacity.Lib10), Median(s.env.Capacity.Lib20)
+		s.log.Info("capacity of the library-face server", "cpu10", l10, "cpu20", l20)
+		for _, name := range []string{SetupLibPlain, SetupLibSluice} {
+			if t := s.targets[name]; t != nil {
+				t.cap10, t.cap20 = l10, l20
+			}
+		}
+	}
+	return s, s.writeJSON("environment.json", s.env)
+}
+
+// measure runs Capacity three times for each of two sets of URLs (the
+// two page costs), alternating, so that a noisy moment on the machine
+// does not fall on one cost alone.
+func (s *Suite) measure(ctx context.Context, a, b []string, perURL int) (ra, rb []float64, err error) {
+	for range 3 {
+		for _, m := range []struct {
+			urls []string
+			out  *[]float64
+		}{{a, &ra}, {b, &rb}} {
+			r, err := Capacity(ctx, m.urls, perURL, s.o.CapacityTime, false)
+			if err != nil {
+				return nil, nil, err
+			}
+			if r.Successes == 0 {
+				return nil, nil, fmt.Errorf("bench: capacity of %v: no success (%d errors)", m.urls, r.Errors)
+			}
+			*m.out = append(*m.out, r.Rate)
+		}
+	}
+	return ra, rb, nil
+}
+
+func (s *Suite) startRoundRobin(ctx context.Context) (*Front, error) {
+	port, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	return StartSelf(ctx, SetupRoundRobin, addr, RoundRobinReadyPath, s.o.WorkDir, nil,
+		"rr-proxy", "-listen", addr, "-upstreams", strings.Join(s.workers.Addrs, ","))
+}
+
+func (s *Suite) startLib(ctx context.Context, name string) (*Pool, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	port, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	args := []string{self, "lib-server", "-listen", addr, "-units", strconv.FormatFloat(s.o.UnitsPerMs, 'f', -1, 64)}
+	if name == SetupLibSluice {
+		args = append(args, "-admission")
+	}
+	p, err := StartPool(ctx, name, addr, s.o.WorkDir, []string{"GOMAXPROCS=" + strconv.Itoa(LibProcs)}, demo.ReadyPath, args...)
+	if err != nil {
+		return nil, err
+	}
+	s.libs = append(s.libs, p)
+	return p, nil
+}
+
+// Close stops every process the suite started.
+func (s *Suite) Close() {
+	for i := len(s.fronts) - 1; i >= 0; i-- {
+		s.fronts[i].Stop()
+	}
+	for _, p := range s.libs {
+		p.Stop()
+	}
+	if s.workers != nil {
+		s.workers.Stop()
+	}
+}
+
+// RoundRobinReadyPath is answered by the round-robin proxy itself.
+const RoundRobinReadyPath = "/__bench/ready"
+
+// Environment records what the figures depend on.
+type Environment struct {
+	Started    time.Time  `json:"started"`
+	CPUs       int        `json:"nproc"`
+	CPUModel   string     `json:"cpu_model"`
+	Kernel     string     `json:"kernel"`
+	Go         string     `json:"go"`
+	Nginx      string     `json:"nginx,omitempty"`
+	HAProxy    string     `json:"haproxy,omitempty"`
+	Sluice     string     `json:"sluice"`
+	Commit     string     `json:"commit,omitempty"`
+	UnitsPerMs float64    `json:"demo_units_per_ms"`
+	Workers    int        `json:"workers"`
+	LibProcs   int        `json:"lib_gomaxprocs"`
+	Phase      string     `json:"phase"`
+	LoadAvg    float64    `json:"loadavg_at_start"`
+	Capacity   Capacities `json:"capacity_rps"`
+}
+
+func describeEnvironment(o Options) Environment {
+	e := Environment{
+		Started:    time.Now().UTC(),
+		CPUs:       runtime.NumCPU(),
+		CPUModel:   cpuModel(),
+		Go:         runtime.Version(),
+		Sluice:     ToolVersion(o.SluiceBin, "version"),
+		UnitsPerMs: o.UnitsPerMs,
+		Workers:    o.Workers,
+		LibProcs:   LibProcs,
+		Phase:      o.Phase.String(),
+		LoadAvg:    LoadAverage(),
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		e.Kernel = strings.TrimSpace(string(b))
+	}
+	if o.NginxBin != "" {
+		e.Nginx = ToolVersion(o.NginxBin, "-v")
+	}
+	if o.HAProxyBin != "" {
+		e.HAProxy = ToolVersion(o.HAProxyBin, "-v")
+	}
+	return e
+}
+
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "unknown"
+	}
+	for line := range strings.Lines(string(b)) {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown"
+}
+
+// Environment returns what the suite recorded about the machine and tools.
+func (s *Suite) Environment() Environment { return s.env }
+
+// SetCommit records the source revision measured.
+func (s *Suite) SetCommit(c string) { s.env.Commit = c }
+
+// CPUUse is the CPU time spent during a run, in seconds.
+type CPUUse struct {
+	Generator float64 `json:"generator_s"`
+	Front     float64 `json:"front_s"`
+	Renderers float64 `json:"renderers_s"`
+}
+
+// RunResult is one load run against one setup.
+type RunResult struct {
+	Scenario  string  `json:"scenario"`
+	Setup     string  `json:"setup"`
+	Point     string  `json:"point"`
+	Multiple  float64 `json:"multiple"` // offered load / Capacity (first phase for multi-phase runs)
+	KeepAlive bool    `json:"keepalive"`
+	Repeat    int     `json:"repeat"`
+	// Capacity is the capacity the multiples refer to, requests per second.
+	Capacity float64 `json:"capacity_rps"`
+	// Reports are the load generator's reports: one, or one per
+	// concurrent stream (scenario capacity-drop).
+	Reports []*loadgen.Report `json:"reports"`
+	// Series is the time series of all streams together.
+	Series []loadgen.Point `json:"series"`
+	// Successes counts the logical requests that succeeded, all streams.
+	Successes int64 `json:"successes"`
+	// Rendered counts the renders the pool did from the run's start until
+	// it was idle again; Wasted those that served no one. Both are -1 when
+	// the renderers could not be read.
+	Rendered int64 `json:"rendered"`
+	Wasted   int64 `json:"wasted"`
+	// PeakInflight is the most renders one renderer process ran at once
+	// since it started (cumulative: it never decreases).
+	PeakInflight int64 `json:"peak_inflight"`
+	// Drain is how long the renderers went on after the last client had
+	// its answer or gave up. DrainCapped: they were still rendering at
+	// Options.DrainBound and were restarted, so Rendered and Wasted are
+	// lower bounds.
+	Drain       time.Duration `json:"drain_ns"`
+	DrainCapped bool          `json:"drain_capped,omitempty"`
+	CPU         CPUUse        `json:"cpu"`
+	LoadAvg     float64       `json:"loadavg_before"`
+	// Recovery is filled in by scenarios that measure one.
+	Recovery *Recovery `json:"recovery,omitempty"`
+	// Note explains anything unusual.
+	Note string `json:"note,omitempty"`
+}
+
+// stream is one loadgen run of a RunResult; streams of one run are
+// started together.
+type stream struct {
+	query  string
+	phases []loadgen.Phase
+	tweak  func(*loadgen.Config)
+}
+
+// run offers the streams to setup t and collects the figures.
+func (s *Suite) run(ctx context.Context, scenario, point string, multiple float64, t *target, keepAlive bool, repeat int, streams ...stream) (*RunResult, error) {
+	if _, _, err := t.pool.WaitIdle(ctx, 100*time.Millisecond, s.o.DrainBound); err != nil {
+		s.log.Warn("renderers busy before a run; restarting them", "setup", t.name, "err", err)
+		if err := s.restart(ctx, t.pool); err != nil {
+			return nil, err
+		}
+	}
+	before, err := t.pool.Stats(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res := &RunResult{Scenario: scenario, Setup: t.name, Point: point, Multiple: multiple, KeepAlive: keepAlive,
+		Repeat: repeat, Capacity: t.cap10, LoadAvg: LoadAverage()}
+	gen0, front0, pool0 := SelfCPUTime(), t.front.CPUTime(), t.pool.CPUTime()
+
+	reports := make([]*loadgen.Report, len(streams))
+	errs := make([]error, len(streams))
+	done := make(chan int, len(streams))
+	for i, st := range streams {
+		cfg := loadgen.Config{
+			URL:               t.url + st.query,
+			Phases:            st.phases,
+			Timeout:           time.Second,
+			DisableKeepAlives: !keepAlive,
+			LoopbackOnly:      true,
+			// 8x of capacity with a 1 s timeout keeps about 8 capacities'
+			// worth of requests in flight; leave room for twice that.
+			MaxOutstanding: 16384,
+			Seed:           uint64(repeat*100 + i + 1),
+		}
+		if st.tweak != nil {
+			st.tweak(&cfg)
+		}
+		go func() {
+			reports[i], errs[i] = loadgen.Run(ctx, cfg)
+			done <- i
+		}()
+	}
+	for range streams {
+		<-done
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	after, drain, err := t.pool.WaitIdle(ctx, 100*time.Millisecond, s.o.DrainBound)
+	res.Drain = drain
+	statsKnown := true
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		res.DrainCapped = true
+		// A renderer with a thousand renders to share its one core with
+		// answers its stats path late: give it time.
+		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		st, serr := t.pool.Stats(sctx)
+		cancel()
+		if serr == nil {
+			after = st
+		} else {
+			statsKnown = false
+		}
+	}
+	res.CPU = CPUUse{
+		Generator: (SelfCPUTime() - gen0).Seconds(),
+		Front:     (t.front.CPUTime() - front0).Seconds(),
+		Renderers: (t.pool.CPUTime() - pool0).Seconds(),
+	}
+	if isLib(t.name) {
+		// The library-face process is both front and renderer.
+		res.CPU.Front = 0
+	}
+	res.Reports = reports
+	var series [][]loadgen.Point
+	for _, r := range reports {
+		series = append(series, r.Series)
+		res.Successes += r.Total.Successes
+	}
+	res.Series = MergeSeries(series...)
+	if statsKnown {
+		res.Rendered = after.Rendered - before.Rendered
+		res.Wasted = Wasted(res.Rendered, res.Successes)
+		res.PeakInflight = after.PeakInflight
+	} else {
+		res.Rendered, res.Wasted, res.PeakInflight = -1, -1, -1
+	}
+	if res.DrainCapped {
+		res.Note = fmt.Sprintf("still rendering %v after the load; restarted", s.o.DrainBound)
+		if !statsKnown {
+			res.Note += "; its render count could not be read (-1)"
+		}
+		if err := s.restart(ctx, t.pool); err != nil {
+			return nil, err
+		}
+	}
+	tot := reports[0].Total
+	s.log.Info("run", "scenario", scenario, "setup", t.name, "point", point, "keepalive", keepAlive, "repeat", repeat,
+		"offered", round1(tot.OfferedRate), "goodput", round1(tot.Goodput), "success", round3(tot.SuccessRatio),
+		"p99", tot.Latency.P99.Round(time.Millisecond), "wasted", res.Wasted, "drain", drain.Round(100*time.Millisecond),
+		"errors", tot.Errors)
+	return res, nil
+}
+
+// restart restarts a pool whose renders would not end, then sends a
+// request through every front so that none keeps a dead connection.
+func (s *Suite) restart(ctx context.Context, p *Pool) error {
+	if err := p.Restart(ctx); err != nil {
+		return err
+	}
+	c := newClient(5 * time.Second)
+	for _, t := range s.targets {
+		if t.pool == p {
+			for range 4 {
+				get(ctx, c, t.url+"?cpu=0", io.Discard)
+			}
+		}
+	}
+	return nil
+}
+
+func round1(f float64) float64 { return float64(int64(f*10+0.5)) / 10 }
+func round3(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }
+
+// hasSetup reports whether the suite runs setup.
+func (s *Suite) hasSetup(name string) bool { return slices.Contains(s.o.Setups, name) }
+
+// setups returns the suite's targets among names, in that order.
+func (s *Suite) setups(names ...string) []*target {
+	var ts []*target
+	for _, n := range names {
+		if t := s.targets[n]; t != nil {
+			ts = append(ts, t)
+		}
+	}
+	return ts
+}
+
+// ListenLoopback is net.Listen("tcp", addr) for a loopback addr only: the
+// suite's servers are never reachable from elsewhere.
+func ListenLoopback(addr string) (net.Listener, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		return nil, fmt.Errorf("bench: %s is not a loopback address", addr)
+	}
+	return net.Listen("tcp", addr)
+}
