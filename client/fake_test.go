@@ -23,9 +23,9 @@ type reply struct {
 
 var errRefused = errors.New("dial tcp 127.0.0.1:1: connect: connection refused")
 
-func ok() reply                { return reply{status: 200} }
+func ok() reply               { return reply{status: 200} }
 func shed(after string) reply { return reply{status: 503, retryAfter: after} }
-func refused() reply           { return reply{err: errRefused} }
+func refused() reply          { return reply{err: errRefused} }
 
 // seen is what the fake recorded of one attempt.
 type seen struct {
