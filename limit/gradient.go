@@ -338,6 +338,9 @@ func (g *Gradient) learnLocked(st epochStat) (pending bool) {
 	default:
 		return false
 	}
+	if !(low.conc > 0) {
+		return false // no in-flight counts: nothing to compare
+	}
 	half := math.Log(high.conc/low.conc) / 2
 	if evidenceZ*math.Hypot(low.rse, high.rse) >= half {
 		return true // inconclusive: keep the reference

@@ -349,3 +349,19 @@ func TestGradientObserveConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestGradientNeedsInflight checks that samples without in-flight counts
+// are never taken as evidence: RTT rising window after window must not
+// raise the baseline.
+func TestGradientNeedsInflight(t *testing.T) {
+	g := newGradient(t, limit.GradientOptions{Initial: 1000})
+	for i := range 20 {
+		for range 20 {
+			g.Observe(limit.Sample{RTT: time.Duration(i+1) * 10 * ms})
+		}
+		g.Tick(limit.Window{Inflight: 1000, PeakInflight: 1000})
+	}
+	if b, trusted := g.Baseline(); b != 10*ms || trusted {
+		t.Errorf("Baseline() = %v, %v; want 10ms, false", b, trusted)
+	}
+}
