@@ -100,6 +100,9 @@ func startSluice(tb testing.TB, dir string, hook *holdHook) *sluiceProc {
 		// config is written.
 		"workers.dir":                     dir,
 		"workers.env.REACT_SSR_HOLD_ADDR": hook.addr,
+		// Warm-up is not what this test checks; fewer renders per start
+		// keep the five starts (two, a restart, two rolled) short.
+		"workers.warmupRequests": 3,
 		// The load here keeps a queue standing by design (more clients
 		// than workers), and the machine is shared: neither CoDel nor the
 		// adaptive limit may shed what the test checks. Shedding has its
