@@ -237,6 +237,9 @@ func TestSluice(t *testing.T) {
 		l := s.load(t)
 		l.await(t, 10*time.Second, "load runs", func(pids []string) bool { return len(pids) > 0 })
 		before := s.workers()
+		if len(before) != 2 {
+			t.Fatalf("sluice's workers: got %v, want 2", before)
+		}
 		mark := l.answered()
 		if err := syscall.Kill(s.pid(), syscall.SIGHUP); err != nil {
 			t.Fatal(err)
