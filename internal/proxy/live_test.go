@@ -293,3 +293,38 @@ func TestLiveUnixSocketWorker(t *testing.T) {
 		}
 	}
 }
+
+// A worker that has died but is not yet removed refuses every connection
+// at once, so its slot always looks free. It must not draw the requests
+// meanwhile: it is passed over after its first refusal, and a request that
+// found it dead waits for the busy live worker instead of failing.
+func TestLiveDeadWorkerDoesNotDrawRequests(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	ln.Close()
+	l := newLive(t, 1, proxy.Options{}, admission.Options{QueueSize: 100}, nil)
+	l.p.Add(supervisor.Endpoint{ID: 99, Network: "tcp", Addr: dead, Concurrency: 1})
+	var wg sync.WaitGroup
+	codes := make(chan int, 12)
+	for range 4 {
+		wg.Go(func() {
+			for range 3 {
+				code, _ := l.get(t, "/x")
+				codes <- code
+			}
+		})
+	}
+	wg.Wait()
+	close(codes)
+	for code := range codes {
+		if code != http.StatusOK {
+			t.Errorf("got %d, want every request served by the live worker", code)
+		}
+	}
+	if got := l.p.Stats().DialFailures; got > 2 {
+		t.Errorf("got %d dial failures, want the dead worker passed over after its first refusals", got)
+	}
+}

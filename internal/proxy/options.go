@@ -22,6 +22,9 @@ const (
 	DefaultMaxBodyBytes        = 10 << 20
 	DefaultBufferResponseBytes = 1 << 20
 	DefaultDialTimeout         = 2 * time.Second
+	// DefaultQuarantine is how long a worker that refused a connection is
+	// passed over (see the package doc).
+	DefaultQuarantine = time.Second
 	// DefaultIdleConnTimeout is shorter than Node.js's 5 s keepAliveTimeout,
 	// so that sluice, not the worker, closes an idle connection: a request
 	// is then never written into a connection the worker is closing.

@@ -32,6 +32,7 @@ type endpoint struct {
 	routable    bool // neither draining nor removed
 	draining    bool
 	removed     bool
+	quarantine  time.Time // not picked before then: its last dial was refused
 	lastPick    uint64
 	idle        chan struct{} // made by Drain, closed when nothing is outstanding or on Remove
 }
@@ -44,9 +45,10 @@ func (e *endpoint) warm(now time.Time, slowStart time.Duration) bool {
 // slotWaiter is an admitted request that found no idle slot: possible only
 // while the Controller's limit is above the slots (see the package doc).
 type slotWaiter struct {
-	ready chan struct{} // closed when ep or err is set
-	ep    *endpoint
-	err   error
+	ready   chan struct{} // closed when ep or err is set
+	exclude []int         // endpoints already tried
+	ep      *endpoint
+	err     error
 }
 
 // pool is the set of endpoints and their slots. The Controller's limit is
@@ -108,7 +110,7 @@ func (p *pool) better(a, b *endpoint, now time.Time) bool {
 func (p *pool) pickLocked(now time.Time, exclude []int) *endpoint {
 	var best *endpoint
 	for _, e := range p.eps {
-		if !e.routable || e.outstanding >= e.Concurrency || slices.Contains(exclude, e.ID) {
+		if !e.routable || e.outstanding >= e.Concurrency || now.Before(e.quarantine) || slices.Contains(exclude, e.ID) {
 			continue
 		}
 		if best == nil || p.better(e, best, now) {
@@ -135,11 +137,11 @@ func (p *pool) take(ctx context.Context, now time.Time, exclude []int, wait bool
 		p.mu.Unlock()
 		return e, nil
 	}
-	if !wait || p.slots == 0 {
+	if !wait || !p.candidateLocked(now, exclude) {
 		p.mu.Unlock()
 		return nil, errNoWorker
 	}
-	w := &slotWaiter{ready: make(chan struct{})}
+	w := &slotWaiter{ready: make(chan struct{}), exclude: exclude}
 	p.waiters = append(p.waiters, w)
 	p.mu.Unlock()
 	p.slotWaits.Add(1)
@@ -173,32 +175,66 @@ func (p *pool) take(ctx context.Context, now time.Time, exclude []int, wait bool
 	return nil, err
 }
 
-// grantLocked hands idle slots to waiters, first come first served.
-// REQUIRES p.mu held.
-func (p *pool) grantLocked(now time.Time) {
-	for len(p.waiters) > 0 {
-		e := p.pickLocked(now, nil)
-		if e == nil {
-			return
+// candidateLocked reports whether some endpoint outside exclude could take
+// a request once a slot frees: routable and not quarantined. Waiting for a
+// slot makes sense only then. REQUIRES p.mu held.
+func (p *pool) candidateLocked(now time.Time, exclude []int) bool {
+	for _, e := range p.eps {
+		if e.routable && !now.Before(e.quarantine) && !slices.Contains(exclude, e.ID) {
+			return true
 		}
-		w := p.waiters[0]
-		p.waiters = p.waiters[1:]
+	}
+	return false
+}
+
+// grantLocked hands idle slots to waiters, first come first served, each
+// to an endpoint it has not tried yet. REQUIRES p.mu held.
+func (p *pool) grantLocked(now time.Time) {
+	for i := 0; i < len(p.waiters); {
+		w := p.waiters[i]
+		e := p.pickLocked(now, w.exclude)
+		if e == nil {
+			if len(w.exclude) == 0 {
+				return // no idle slot at all
+			}
+			i++ // the idle slots are on endpoints w has tried
+			continue
+		}
+		p.waiters = slices.Delete(p.waiters, i, i+1)
 		w.ep = e
 		close(w.ready)
 	}
 }
 
-// failWaitersLocked refuses every waiter once no endpoint is routable.
-// REQUIRES p.mu held.
+// failWaitersLocked refuses the waiters that no routable endpoint is left
+// for. REQUIRES p.mu held.
 func (p *pool) failWaitersLocked() {
-	if p.slots > 0 {
-		return
-	}
-	for _, w := range p.waiters {
+	now := time.Now()
+	p.waiters = slices.DeleteFunc(p.waiters, func(w *slotWaiter) bool {
+		if p.candidateLocked(now, w.exclude) {
+			return false
+		}
 		w.err = errNoWorker
 		close(w.ready)
-	}
-	p.waiters = nil
+		return true
+	})
+}
+
+// unreachable records that e refused a connection at now: a worker that
+// is gone (its process died, and the supervisor has not removed it yet)
+// answers every dial at once, so without this its always-free slot would
+// draw every request until the Remove. It is not picked for
+// DefaultQuarantine; then one request probes it again. Waiting requests
+// are offered the slots again when the quarantine ends.
+func (p *pool) unreachable(e *endpoint, now time.Time) {
+	p.mu.Lock()
+	e.quarantine = now.Add(DefaultQuarantine)
+	p.mu.Unlock()
+	time.AfterFunc(DefaultQuarantine, func() {
+		p.mu.Lock()
+		p.grantLocked(time.Now())
+		p.mu.Unlock()
+	})
 }
 
 // release gives back a slot taken by take.

@@ -252,7 +252,9 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, req admission.Re
 				return
 			}
 		}
-		ep, err := p.pool.take(ctx, now, tried, attempt == 0, budget)
+		// Every attempt may wait for a slot within the budget: a retry
+		// must not fail only because the other workers are busy.
+		ep, err := p.pool.take(ctx, now, tried, true, budget)
 		if err != nil {
 			permit.Release()
 			switch {
@@ -290,6 +292,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, req admission.Re
 		tried = append(tried, ep.ID)
 		switch {
 		case isDialError(lastErr):
+			p.pool.unreachable(ep, time.Now())
 			p.log.Warn("proxy: worker unreachable; trying another", slog.Int("worker", ep.ID), slog.Any("error", lastErr))
 		case !p.o.NoRetry && !retried && (r.Method == http.MethodGet || r.Method == http.MethodHead):
 			retried = true
