@@ -35,10 +35,10 @@
 //
 //   - per request: at most MaxAttempts attempts (3), so one request costs
 //     at most 3x;
-//   - per Transport: a retry budget, retries <= RetryRatio (10%) of requests
-//     over RetryWindow, except that RetryFloor (3) retries may always be in
-//     flight, so a quiet client can still retry. However many requests fail,
-//     the Transport adds at most 10% load, not 200%;
+//   - per Transport: a retry budget, retries <= max(RetryRatio * requests,
+//     RetryMinRate * RetryWindow) over RetryWindow (10%, 3 a second, 10 s),
+//     so a quiet client can still retry but however many requests fail, a
+//     busy one adds at most 10% load, not 200%;
 //   - in time: the wait is the server's Retry-After when given (stretched by
 //     up to 10% so that clients shed together do not return together),
 //     otherwise exponential backoff with full jitter,
@@ -48,25 +48,33 @@
 //     or error is returned at once.
 //
 // A shed response that is retried is drained and closed; the one returned
-// is left for the caller.
+// is left for the caller. Retry at one layer only: a Transport under a
+// client library that retries too multiplies the attempts again.
 //
 // # Adaptive throttling
 //
 // Per destination host, over ThrottleWindow (2 minutes, in 60 buckets) the
 // Transport counts requests (every attempt, including those it rejects
-// itself) and accepts (responses other than 503 and 429, and no connection
-// error), and rejects an attempt locally, before sending, with probability
+// itself) and accepts (responses other than 503 and 429; an error is not an
+// accept, except a cancellation by the caller, which says nothing about the
+// host), and rejects an attempt locally, before sending, with probability
 //
 //	p = max(0, (requests - K*accepts) / (requests + 1)),  K = 2
 //
-// (Google SRE, "Handling Overload"). While the host accepts at least 1/K of
-// what it is sent, p is 0; beyond that, the client sends about K times what
-// the host accepts and fails the rest without a round trip, so a host that
-// sheds most of its load is relieved of most of the retries and hopeless
-// requests, without any coordination. Below ThrottleMinRate requests per second (0.2) nothing
-// is rejected: with a handful of requests one failure would shut a quiet
-// client out for the whole window (Envoy's admission control added a
-// minimum rate for this). Rejections wrap ErrThrottled.
+// (Google SRE, "Handling Overload"), capped at ThrottleMaxProbability (0.8).
+// While the host accepts at least 1/K of what it is sent, p is 0; beyond
+// that, the client sends about K times what the host accepts and fails the
+// rest without a round trip, so a host that sheds most of its load is
+// relieved of most of the retries and hopeless requests, without any
+// coordination. The cap is Envoy's: rejected requests count as requests,
+// so a client that sends a fraction q of its requests settles at
+// p = 1 - 2q even once the host accepts everything, and q only doubles per
+// window; uncapped, a one-minute outage keeps a client at 10 requests a
+// second away for 14 minutes, capped for three. Below ThrottleMinRate
+// requests per second (0.2) nothing is rejected: with a handful of requests
+// one failure would shut a quiet client out for the whole window (Envoy's
+// admission control added a minimum rate for this). Rejections wrap
+// ErrThrottled.
 //
 // # Circuit breaker
 //
@@ -80,8 +88,11 @@
 // BreakerCooldown (5 s); then it is half-open and lets BreakerProbes (3)
 // attempts through at once: the first success closes it, a failure opens
 // it again. Results of attempts sent before a transition are ignored.
-// The throttle covers busy clients, whose counts mean something; the
-// breaker also covers quiet ones, which the throttle's minimum rate exempts.
+// Probes skip the throttle, and a breaker that closes resets the host's
+// throttle: its counts describe an outage that is over, and would
+// otherwise refuse the probes and hold the recovered host back. The
+// throttle covers busy clients, whose counts mean something; the breaker
+// also covers quiet ones, which the throttle's minimum rate exempts.
 //
 // # Order
 //

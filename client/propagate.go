@@ -44,10 +44,13 @@ func budgetOf(ctx context.Context, now time.Time) (ms int64, ok bool) {
 // source of truth: a header the caller set is replaced when ctx says
 // something and kept when it does not.
 func propagate(h http.Header, prio admission.Priority, hasPrio bool, ms int64, hasDeadline bool) {
+	vals := make([]string, 2) // one allocation for both values
 	if hasPrio {
-		h[admission.HeaderPriority] = []string{prio.String()}
+		vals[0] = prio.String()
+		h[admission.HeaderPriority] = vals[0:1:1]
 	}
 	if hasDeadline {
-		h[admission.HeaderTimeout] = []string{strconv.FormatInt(ms, 10)}
+		vals[1] = strconv.FormatInt(ms, 10)
+		h[admission.HeaderTimeout] = vals[1:2:2]
 	}
 }

@@ -88,8 +88,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	h := t.host(hostKey(req), now)
 	retryable := t.cfg.maxAttempts > 1 && idempotent(req)
 	for n := 1; ; n++ {
-		resp, p, err := t.attempt(ctx, req, h, n, retryable)
-		if !retryable || n >= t.cfg.maxAttempts || !p.retryable(ctx, resp, err) {
+		if n > 1 {
+			now = time.Now()
+		}
+		resp, again, err := t.attempt(ctx, req, h, n, now, retryable)
+		if !again || n >= t.cfg.maxAttempts {
 			return resp, err
 		}
 		wait, ok := t.wait(ctx, resp, n)
@@ -154,57 +157,45 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// progress records what an attempt got as far as.
-type progress struct {
-	local bool        // rejected before sending: not retried
-	wrote atomic.Bool // the base RoundTripper wrote (some of) the request
-}
-
-// retryable reports whether the attempt's result may be retried: a 503 or
-// 429, or an error that happened before anything was written.
-func (p *progress) retryable(ctx context.Context, resp *http.Response, err error) bool {
-	if p.local || ctx.Err() != nil {
-		return false
-	}
-	if err != nil {
-		return !p.wrote.Load()
-	}
-	return shedStatus(resp.StatusCode)
+// writeWatch learns from the base RoundTripper's trace whether it wrote
+// any of the request: an error before that is safe to retry whatever the
+// method, since the server saw nothing.
+type writeWatch struct {
+	wrote atomic.Bool
+	trace httptrace.ClientTrace
 }
 
 // attempt sends attempt number n of req, unless the deadline, the breaker
-// or the throttle refuses it.
-func (t *Transport) attempt(ctx context.Context, req *http.Request, h *host, n int, retryable bool) (*http.Response, *progress, error) {
-	p := new(progress)
-	now := time.Now()
+// or the throttle refuses it, and reports whether its result may be retried:
+// a 503 or 429, or an error that happened before anything was written. A
+// local refusal is never retried.
+func (t *Transport) attempt(ctx context.Context, req *http.Request, h *host, n int, now time.Time, retryable bool) (resp *http.Response, again bool, err error) {
 	ms, hasDeadline := budgetOf(ctx, now)
 	if hasDeadline && ms < 1 {
-		p.local = true
 		t.expired.Add(1)
 		closeBody(req, n)
-		return nil, p, fmt.Errorf("client: no time left before the deadline: %w", context.DeadlineExceeded)
+		return nil, false, fmt.Errorf("client: no time left before the deadline: %w", context.DeadlineExceeded)
 	}
 	tk, err := h.admit(now, t.cfg.rand())
 	if err != nil {
-		p.local = true
 		if errors.Is(err, ErrThrottled) {
 			t.throttled.Add(1)
 		} else {
 			t.circuitOpen.Add(1)
 		}
 		closeBody(req, n)
-		return nil, p, err
+		return nil, false, err
 	}
 
 	out := req
+	var watch *writeWatch
 	prio, hasPrio := priorityOf(ctx)
-	if hasPrio || hasDeadline || retryable || n > 1 {
+	if hasPrio || hasDeadline || retryable {
 		actx := ctx
 		if retryable {
-			actx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-				WroteHeaders: func() { p.wrote.Store(true) },
-				WroteRequest: func(httptrace.WroteRequestInfo) { p.wrote.Store(true) },
-			})
+			watch = new(writeWatch)
+			watch.trace.WroteHeaders = func() { watch.wrote.Store(true) }
+			actx = httptrace.WithClientTrace(ctx, &watch.trace)
 		}
 		out = req.WithContext(actx)
 		if hasPrio || hasDeadline {
@@ -218,20 +209,26 @@ func (t *Transport) attempt(ctx context.Context, req *http.Request, h *host, n i
 			body, err := req.GetBody()
 			if err != nil {
 				h.done(now, tk, outcome{accepted: true, ignored: true})
-				p.local = true
-				return nil, p, fmt.Errorf("client: replaying the request body: %w", err)
+				return nil, false, fmt.Errorf("client: replaying the request body: %w", err)
 			}
 			out.Body = body
 		}
 	}
 
 	t.attempts.Add(1)
-	resp, err := t.base.RoundTrip(out)
+	resp, err = t.base.RoundTrip(out)
 	from, to := h.done(time.Now(), tk, judge(ctx, resp, err))
 	if from != to {
 		t.logTransition(h.name, from, to, resp, err)
 	}
-	return resp, p, err
+	switch {
+	case !retryable || ctx.Err() != nil:
+	case err != nil:
+		again = !watch.wrote.Load()
+	default:
+		again = shedStatus(resp.StatusCode)
+	}
+	return resp, again, err
 }
 
 // closeBody closes the body of a request that will not be sent, as a
