@@ -137,3 +137,20 @@ func TestStartProcessErrors(t *testing.T) {
 		t.Error("a missing binary: got no error, want one")
 	}
 }
+
+func TestMachineCPUTime(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "stat")
+	// user nice system idle iowait irq softirq steal guest guest_nice
+	stat := "cpu  100 10 50 9999 77 5 5 3 40 2\ncpu0 1 1 1 1 1 1 1 1 1 1\n"
+	if err := os.WriteFile(path, []byte(stat), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// 100 + 10 + 50 + 3 ticks: idle, iowait, interrupts and guest time
+	// left out.
+	if got, want := machineCPUTime(path), 1630*time.Millisecond; got != want {
+		t.Errorf("got %v, want %v", got, want)
+	}
+	if got := machineCPUTime(filepath.Join(t.TempDir(), "missing")); got != 0 {
+		t.Errorf("missing file: got %v, want 0", got)
+	}
+}

@@ -130,6 +130,16 @@ func TopErrors(errs map[string]int64, n int) string {
 	return strings.Join(parts, ", ")
 }
 
+// otherLoad formats the CPU the rest of the machine used during a run, in
+// cores, flagged when the run was noisy on every attempt.
+func otherLoad(r *RunResult) string {
+	s := fmt.Sprintf("%.2f", r.OtherCores())
+	if r.Noisy {
+		s += " (noisy)"
+	}
+	return s
+}
+
 func wastedCell(r *RunResult) string {
 	if r.Rendered < 0 {
 		return "unknown"
@@ -267,12 +277,12 @@ func (s *Suite) writeGoodput(runs []*RunResult) error {
 }
 
 func detailTable(runs []*RunResult) *Table {
-	t := &Table{Header: []string{"setup", "client", "load", "run", "offered/s", "goodput/s", "% of capacity", "success", "p50", "p99", "wasted renders", "drain", "front CPU", "generator CPU", "failures by kind"}}
+	t := &Table{Header: []string{"setup", "client", "load", "run", "offered/s", "goodput/s", "% of capacity", "success", "p50", "p99", "wasted renders", "drain", "CPU s: front / generator", "other load", "failures by kind"}}
 	for _, r := range runs {
 		tot := r.Reports[0].Total
 		t.Add(r.Setup, kaName(r.KeepAlive), r.Point, fmt.Sprint(r.Repeat+1), fmtRate(tot.OfferedRate), fmtRate(tot.Goodput),
 			pct(goodputShare(r)), pct(tot.SuccessRatio), fmtMS(tot.Latency.P50), fmtMS(tot.Latency.P99),
-			wastedCell(r), fmtSecs(r.Drain, r.DrainCapped), fmt.Sprintf("%.1f s", r.CPU.Front), fmt.Sprintf("%.1f s", r.CPU.Generator),
+			wastedCell(r), fmtSecs(r.Drain, r.DrainCapped), fmt.Sprintf("%.1f / %.1f", r.CPU.Front, r.CPU.Generator), otherLoad(r),
 			TopErrors(tot.Errors, 3))
 	}
 	return t
@@ -355,7 +365,7 @@ func (s *Suite) writeTimeline(scenario string, runs []*RunResult, marks ...time.
 	for _, n := range phaseNames {
 		t.Header = append(t.Header, n+": goodput/s (success)")
 	}
-	t.Header = append(t.Header, "recovered after", "attempts per request", "wasted renders", "drain", "failures by kind")
+	t.Header = append(t.Header, "recovered after", "attempts per request", "wasted renders", "drain", "other load", "failures by kind")
 	for _, r := range runs {
 		row := []string{r.Setup, kaName(r.KeepAlive)}
 		var requests, attempts int64
@@ -378,7 +388,7 @@ func (s *Suite) writeTimeline(scenario string, runs []*RunResult, marks ...time.
 		if requests > 0 {
 			amp = fmt.Sprintf("%.2f", float64(attempts)/float64(requests))
 		}
-		row = append(row, rec, amp, wastedCell(r), fmtSecs(r.Drain, r.DrainCapped), TopErrors(errs, 3))
+		row = append(row, rec, amp, wastedCell(r), fmtSecs(r.Drain, r.DrainCapped), otherLoad(r), TopErrors(errs, 3))
 		t.Add(row...)
 	}
 	md.WriteString(t.Markdown())
@@ -452,15 +462,15 @@ func (s *Suite) writeClasses(scenario string, runs []*RunResult) error {
 	if err := s.writeJSON(scenario+".json", scenarioFile{Scenario: scenario, Environment: s.env, Runs: runs}); err != nil {
 		return err
 	}
-	t := &Table{Header: []string{"mix", "setup", "client", "class", "offered/s", "goodput/s", "success", "p50", "p99", "failures by kind"}}
+	t := &Table{Header: []string{"mix", "setup", "client", "class", "offered/s", "goodput/s", "success", "p50", "p99", "failures by kind", "other load"}}
 	for _, r := range runs {
 		rep := r.Reports[0]
 		for _, c := range rep.Classes {
 			t.Add(r.Point, r.Setup, kaName(r.KeepAlive), c.Name, fmtRate(c.Stats.OfferedRate), fmtRate(c.Stats.Goodput),
-				pct(c.Stats.SuccessRatio), fmtMS(c.Stats.Latency.P50), fmtMS(c.Stats.Latency.P99), TopErrors(c.Stats.Errors, 3))
+				pct(c.Stats.SuccessRatio), fmtMS(c.Stats.Latency.P50), fmtMS(c.Stats.Latency.P99), TopErrors(c.Stats.Errors, 3), "")
 		}
 		t.Add(r.Point, r.Setup, kaName(r.KeepAlive), "**all**", fmtRate(rep.Total.OfferedRate), fmtRate(rep.Total.Goodput),
-			pct(rep.Total.SuccessRatio), fmtMS(rep.Total.Latency.P50), fmtMS(rep.Total.Latency.P99), TopErrors(rep.Total.Errors, 3))
+			pct(rep.Total.SuccessRatio), fmtMS(rep.Total.Latency.P50), fmtMS(rep.Total.Latency.P99), TopErrors(rep.Total.Errors, 3), otherLoad(r))
 	}
 	return s.writeFile(scenario+".md", []byte(t.Markdown()))
 }

@@ -66,6 +66,9 @@ func suite(ctx context.Context, args []string, stderr io.Writer) int {
 	repeats := fs.Int("repeats", 3, "runs of the repeated point (4x, keep-alive off)")
 	drain := fs.Duration("drain-bound", 60*time.Second, "longest wait for the workers to finish after a run before restarting them")
 	capTime := fs.Duration("capacity-time", 5*time.Second, "length of one capacity measurement")
+	maxOthers := fs.Float64("max-others", 0.25, "cores the rest of the machine may use during a run before it is run again; negative: no check")
+	noisyRetries := fs.Int("noisy-retries", 1, "how many times a noisy run is run again (-1: never)")
+	quietWait := fs.Duration("quiet-wait", 30*time.Second, "longest wait before a run for the rest of the machine to be quiet")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -95,7 +98,7 @@ func suite(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	log.Info("work directory (configs, logs)", "dir", *work)
 	if *sluiceBin == "" {
-		*sluiceBin = filepath.Join(*work, "sluice")
+		*sluiceBin = filepath.Join(*work, "bin", "sluice")
 		build := exec.CommandContext(ctx, "go", "build", "-o", *sluiceBin, "./cmd/sluice")
 		build.Stdout, build.Stderr = stderr, stderr
 		if err := build.Run(); err != nil {
@@ -115,6 +118,9 @@ func suite(ctx context.Context, args []string, stderr io.Writer) int {
 		Repeats:      *repeats,
 		DrainBound:   *drain,
 		CapacityTime: *capTime,
+		MaxOthers:    *maxOthers,
+		NoisyRetries: *noisyRetries,
+		QuietWait:    *quietWait,
 		Logger:       log,
 	}
 	if *setups != "" {
