@@ -74,7 +74,8 @@ type Options struct {
 	// throttling; it must be safe for concurrent use. nil means
 	// math/rand/v2.Float64.
 	Rand func() float64
-	// Logger receives circuit breaker transitions. nil means no logging.
+	// Logger receives a record when a circuit breaker opens or closes.
+	// nil means no logging.
 	Logger *slog.Logger
 }
 

@@ -143,18 +143,20 @@ func retryAfterOf(resp *http.Response, now time.Time) (time.Duration, bool) {
 	return retryAfter(resp.Header, now)
 }
 
+// sleep waits d, or returns an error wrapping ctx.Err() if ctx is done first.
 func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
+	if d > 0 {
+		tm := time.NewTimer(d)
+		defer tm.Stop()
+		select {
+		case <-tm.C:
+		case <-ctx.Done():
+		}
 	}
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-tm.C:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("client: gave up waiting to retry: %w", context.Cause(ctx))
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("client: gave up waiting to retry: %w", err)
 	}
+	return nil
 }
 
 // writeWatch learns from the base RoundTripper's trace whether it wrote
