@@ -1,0 +1,51 @@
+// Package admission decides which requests run now, which wait, and which
+// are turned away, so that a server past its capacity keeps serving at
+// capacity instead of collapsing.
+//
+// # The three layers
+//
+// 004's layered defence, in one Controller:
+//
+//   - How much to admit: a concurrency limit computed by a limit.Algorithm
+//     (fixed, the seed's saturation AIMD, an RTT gradient) and enforced
+//     hard. In-flight work never exceeds the limit in force at admission:
+//     the admission state (in flight, limit, and a "someone waits" bit) is
+//     one atomic word, and the fast path admits with a single
+//     compare-and-swap against it. While a slot is free and nobody waits,
+//     Acquire and Release take no lock and allocate nothing.
+//   - Whom to serve next: a bounded queue with direct hand-off (a freed slot
+//     goes to the queue's choice, never back to a pool where a newcomer
+//     could overtake). The queue serves priority classes highest first, with
+//     a guaranteed minimum share for each lower class; within a class,
+//     tenants share by start-time fair queuing weighted by tenant and request
+//     cost; within a tenant, first come first served (newest first while a
+//     queue stands, with AdaptiveLIFO).
+//   - When to shed: at once when the queue is full (the heaviest tenant of
+//     the lowest class loses its newest request, to a 503 or, when other
+//     tenants are being served, a 429), when the process is saturated, when
+//     a request cannot finish before its deadline; after waiting, at the
+//     queue timeout; and when the queue stands (CoDel's judgement of
+//     sojourn time: a burst that drains is never punished).
+//
+// Every waiter leaves the queue exactly once, with one outcome: granted,
+// shed with a Reason, or cancelled (its caller gave up: removed silently,
+// and a slot granted to it in the same instant is handed on).
+//
+// # Use
+//
+// Middleware wraps an http.Handler: the slot is held until ServeHTTP
+// returns, released on panic too, and shed requests get WriteShed's 503 (or
+// 429) with Retry-After and a Sluice-Shed header naming the reason. A
+// Classifier maps requests to their class, tenant, cost and deadline, and
+// believes the Sluice-Priority, Sluice-Tenant and Sluice-Timeout headers only
+// from trusted peers. Around any other unit of work, call Acquire and give
+// the Permit back with Release or Done (Done feeds the limit algorithm a
+// latency sample).
+//
+// # Concurrency
+//
+// Lock order: Controller.mu, then nothing; the limit algorithm is never
+// called with it held. Helpers that need it are suffixed Locked. The
+// Controller owns one goroutine, the sample-window loop, which Close stops
+// and waits for. There is no package-level mutable state.
+package admission
