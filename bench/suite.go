@@ -124,13 +124,19 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
+// CapacityClients is the number of closed-loop clients per core of
+// renderer in a capacity measurement: two, so that a request always waits
+// while one renders and the renderer never idles between a response and
+// the client's next request.
+const CapacityClients = 2
+
 // Capacities are the closed-loop throughputs the load multiples refer to,
 // each the median of three measurements (all three kept).
 type Capacities struct {
-	// Workers at ?cpu=10 and ?cpu=20, one client per worker, direct.
+	// Workers at ?cpu=10 and ?cpu=20, CapacityClients per worker, direct.
 	Workers10, Workers20 []float64
-	// Lib at ?cpu=10 and ?cpu=20: the library-face plain server, LibProcs
-	// clients.
+	// Lib at ?cpu=10 and ?cpu=20: the library-face plain server,
+	// CapacityClients per GOMAXPROCS.
 	Lib10, Lib20 []float64
 }
 
@@ -176,6 +182,7 @@ func NewSuite(ctx context.Context, o Options) (_ *Suite, err error) {
 		}
 	}
 	if o.UnitsPerMs == 0 {
+		s.waitQuiet(ctx)
 		o.UnitsPerMs = demo.Calibrate(time.Second).UnitsPerMilli()
 		s.o.UnitsPerMs = o.UnitsPerMs
 		s.log.Info("calibrated demo work", "unitsPerMs", o.UnitsPerMs)
@@ -190,7 +197,7 @@ func NewSuite(ctx context.Context, o Options) (_ *Suite, err error) {
 		urls10 = append(urls10, "http://"+a+"/?cpu=10")
 		urls20 = append(urls20, "http://"+a+"/?cpu=20")
 	}
-	if s.env.Capacity.Workers10, s.env.Capacity.Workers20, err = s.measure(ctx, urls10, urls20, 1); err != nil {
+	if s.env.Capacity.Workers10, s.env.Capacity.Workers20, err = s.measure(ctx, urls10, urls20, CapacityClients); err != nil {
 		return nil, err
 	}
 	w10, w20 := Median(s.env.Capacity.Workers10), Median(s.env.Capacity.Workers20)
@@ -226,7 +233,7 @@ func NewSuite(ctx context.Context, o Options) (_ *Suite, err error) {
 		s.targets[name] = t
 	}
 	if lib := s.targets[SetupLibPlain]; lib != nil {
-		if s.env.Capacity.Lib10, s.env.Capacity.Lib20, err = s.measure(ctx, []string{lib.url + "?cpu=10"}, []string{lib.url + "?cpu=20"}, LibProcs); err != nil {
+		if s.env.Capacity.Lib10, s.env.Capacity.Lib20, err = s.measure(ctx, []string{lib.url + "?cpu=10"}, []string{lib.url + "?cpu=20"}, LibProcs*CapacityClients); err != nil {
 			return nil, err
 		}
 		l10, l20 := Median(s.env.Capacity.Lib10), Median(s.env.Capacity.Lib20)
