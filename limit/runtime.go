@@ -90,8 +90,9 @@ const (
 //   - CPU: the busy fraction of the usable CPUs, from /cpu/classes/
 //     total, idle and gc/mark/idle (GC work on otherwise idle Ps is idle
 //     time). It is what sees a cgroup quota below GOMAXPROCS: the kernel
-//     throttles threads the runtime believes are running, so scheduling
-//     latency stays low while the quota is spent.
+//     throttles threads the runtime believes are running, which stretches
+//     running time rather than waiting time, so scheduling latency can
+//     stay low while the quota is spent.
 //
 // The runtime's CPU classes are estimates refreshed only at the end of a
 // GC cycle (runtime/metrics says they are overestimates to be compared
@@ -100,7 +101,9 @@ const (
 // dropped. A process that allocates little is therefore judged on
 // scheduling latency alone. Scheduling latency is itself sampled (one
 // transition in eight) into buckets about 25% wide; the percentile is the
-// lower bound of its bucket.
+// lower bound of its bucket. Every goroutine counts, the runtime's own
+// included (GC workers are woken straight onto a P), so a GC-heavy interval
+// reads a little lower.
 //
 // Saturation is NaN (unknown) until Run has taken two readings and after
 // it returns. Create one with NewRuntime; a Runtime is safe for concurrent

@@ -309,15 +309,15 @@ func TestRuntimeRunBadInterval(t *testing.T) {
 // machine it stretches.)
 func TestRuntimeSaturatedByCPUBurn(t *testing.T) {
 	if testing.Short() {
-		t.Skip("burns all CPUs for a third of a second")
+		t.Skip("burns all CPUs for a third of a second or more")
 	}
 	read := newMetricsReader()
-	var prev, cur runtimeReading
-	runtime.GC() // refresh the CPU classes
-	read(&prev)
-
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
+	defer func() {
+		close(stop)
+		wg.Wait()
+	}()
 	for range 4 * runtime.GOMAXPROCS(0) {
 		wg.Go(func() {
 			for {
@@ -332,18 +332,42 @@ func TestRuntimeSaturatedByCPUBurn(t *testing.T) {
 			}
 		})
 	}
-	time.Sleep(300 * time.Millisecond) // the measured period, not synchronisation
+
+	// All readings are taken while burning, so that the intervals between
+	// them hold nothing else. The scheduling interval ends before the
+	// closing GC, whose workers' own quick wake-ups would dilute it. On a
+	// loaded machine the burners get less CPU and yield less often: measure
+	// until enough yields were recorded (the runtime records one in eight).
+	var prev, mid, cur runtimeReading
+	runtime.GC() // refresh the CPU classes
+	read(&prev)
+	deadline := time.Now().Add(10 * time.Second)
+	for n := uint64(0); n < 100; n = events(prev, mid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d scheduling events recorded in 10s of burning", n)
+		}
+		time.Sleep(100 * time.Millisecond) // the measured period, not synchronisation
+		read(&mid)
+	}
 	runtime.GC()
 	read(&cur)
-	close(stop)
-	wg.Wait()
 
-	if got := schedSaturation(prev, cur, time.Millisecond); got < 0.95 {
-		t.Errorf("burning: scheduling saturation %v, want >= 0.95", got)
+	if got := schedSaturation(prev, mid, time.Millisecond); got < 0.95 {
+		t.Errorf("burning: scheduling saturation %v over %d events, want >= 0.95", got, events(prev, mid))
 	}
 	if busy, ok := cpuBusy(prev, cur, 0); !ok || busy < 0.9 {
 		t.Errorf("burning: CPU busy %v, %v; want >= 0.9, true", busy, ok)
 	}
+}
+
+// events is the number of scheduling latencies recorded between two
+// readings.
+func events(prev, cur runtimeReading) uint64 {
+	var n uint64
+	for i := range min(len(prev.sched), len(cur.sched)) {
+		n += cur.sched[i] - prev.sched[i]
+	}
+	return n
 }
 
 // BenchmarkSample is the sampler's cost per interval with the real runtime:
