@@ -80,6 +80,11 @@ func controllerOptions(cfg *config.Config, sig limit.Signal, slots *limit.Fixed,
 	case config.AlgorithmFixed:
 		o.Limit = limit.NewFixed(initial)
 	case config.AlgorithmGradient:
+		// The gradient measures its way to the knee; starting wide open
+		// (the seed's default for AIMD) would only make it walk down.
+		if bp.InitialLimit == 0 {
+			initial = min(100, ceiling)
+		}
 		g, err := limit.NewGradient(limit.GradientOptions{Initial: initial, Min: min(bp.MinLimit, ceiling), Max: ceiling})
 		if err != nil {
 			return o, err
