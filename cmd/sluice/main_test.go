@@ -314,3 +314,69 @@ upstreams:
 		}
 	}
 }
+
+// POST /workers/restart on the admin listener replaces every worker, one at
+// a time, while requests keep being served.
+func TestServeAdminRollingRestart(t *testing.T) {
+	addr, adminAddr := freeAddr(t), freeAddr(t)
+	cfg := writeConfig(t, fmt.Sprintf(`server: {listen: %q, drainDelay: 100ms}
+admin: {listen: %q}
+workers:
+  command: [%q, demo-worker]
+  count: 2
+  readyPath: %s
+  env: {%s: "1"}
+`, addr, adminAddr, os.Args[0], demo.ReadyPath, runMainEnv))
+	startSluice(t, "serve", "-c", cfg)
+	if err := waitReady(context.Background(), "http://"+addr+"/__sluice/ready", 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	before := waitStats(t, adminAddr, func(s stats) bool { return len(s.Workers) == 2 })
+	oldPIDs := map[int]bool{}
+	for _, w := range before.Workers {
+		oldPIDs[w.PID] = true
+	}
+	stop := make(chan struct{})
+	failures := make(chan string, 1000)
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if code, _, body := get("http://"+addr+"/?cpu=1", 10*time.Second); code != http.StatusOK {
+					failures <- fmt.Sprintf("%d %s", code, body)
+				}
+			}
+		})
+	}
+	resp, err := http.Post("http://"+adminAddr+"/workers/restart", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("POST /workers/restart: got %d, want 202", resp.StatusCode)
+	}
+	waitStats(t, adminAddr, func(s stats) bool {
+		ready := 0
+		for _, w := range s.Workers {
+			if oldPIDs[w.PID] {
+				return false
+			}
+			if w.State == "ready" {
+				ready++
+			}
+		}
+		return ready == 2
+	})
+	close(stop)
+	wg.Wait()
+	close(failures)
+	for f := range failures {
+		t.Errorf("a request failed during the rolling restart: %s", f)
+	}
+}

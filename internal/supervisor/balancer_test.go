@@ -155,3 +155,17 @@ func clientFor(e supervisor.Endpoint) *http.Client {
 		},
 	}
 }
+
+func TestStateTextRoundTrip(t *testing.T) {
+	for st := supervisor.StateStarting; st <= supervisor.StateExited; st++ {
+		b, _ := st.MarshalText()
+		var got supervisor.State
+		if err := got.UnmarshalText(b); err != nil || got != st {
+			t.Errorf("%v: round trip gave %v, %v", st, got, err)
+		}
+	}
+	var st supervisor.State
+	if err := st.UnmarshalText([]byte("sleeping")); err == nil {
+		t.Error("UnmarshalText(sleeping): got nil error, want one")
+	}
+}

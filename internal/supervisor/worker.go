@@ -37,6 +37,17 @@ func (st State) String() string {
 // MarshalText makes a State read as its name in JSON.
 func (st State) MarshalText() ([]byte, error) { return []byte(st.String()), nil }
 
+// UnmarshalText reads a State's name, so that a /stats document decodes.
+func (st *State) UnmarshalText(b []byte) error {
+	for i, name := range stateNames {
+		if string(b) == name {
+			*st = State(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("supervisor: unknown worker state %q", b)
+}
+
 // errStoppedBeforeStart is the exit of a worker stopped before it was spawned.
 var errStoppedBeforeStart = errors.New("stopped before it was started")
 
