@@ -424,3 +424,29 @@ func TestSlowStartPrefersWarmWorkers(t *testing.T) {
 		}
 	})
 }
+
+// The forwarded budget shrinks by the time spent waiting for a slot: the
+// worker is told how much of the caller's deadline is really left.
+func TestForwardedBudgetShrinksWithQueueing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newRig(t, proxy.Options{
+			Timeout: time.Minute,
+			Classify: func(r *http.Request) admission.Request {
+				return admission.Request{Deadline: time.Now().Add(2 * time.Second)}
+			},
+		}, admission.Options{})
+		w, _ := g.worker(1)
+		first := g.get("/block/a") // takes the only slot
+		synctest.Wait()
+		second := g.get("/block/b") // queued behind it
+		time.Sleep(500 * time.Millisecond)
+		w.open("a")
+		first.result()
+		synctest.Wait()
+		if got := w.lastHeader().Get("Sluice-Timeout"); got != "1500" {
+			t.Errorf("after 500ms in the queue: got Sluice-Timeout %q, want 1500", got)
+		}
+		w.open("b")
+		second.result()
+	})
+}
