@@ -39,6 +39,9 @@ type SluiceConfig struct {
 	Listen  string
 	Admin   string // host:port, or "off"
 	Workers []string
+	// Extra is YAML appended to the file, for diagnostic variants; it
+	// must not repeat a section the template writes.
+	Extra string
 }
 
 // Render writes the configuration file's text.
@@ -149,8 +152,9 @@ func StartNginxHAProxy(ctx context.Context, name, nginxBin, haproxyBin string, w
 }
 
 // StartSluice starts `sluiceBin serve` over workers with the suite's
-// configuration, written to dir, and waits until it is ready.
-func StartSluice(ctx context.Context, name, sluiceBin string, workers []string, dir string) (*Front, error) {
+// configuration plus extra (see SluiceConfig.Extra), written to dir, and
+// waits until it is ready.
+func StartSluice(ctx context.Context, name, sluiceBin string, workers []string, dir, extra string) (*Front, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -162,7 +166,7 @@ func StartSluice(ctx context.Context, name, sluiceBin string, workers []string, 
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := SluiceConfig{Listen: fmt.Sprintf("127.0.0.1:%d", port), Admin: fmt.Sprintf("127.0.0.1:%d", aport), Workers: workers}.Render()
+	cfg, err := SluiceConfig{Listen: fmt.Sprintf("127.0.0.1:%d", port), Admin: fmt.Sprintf("127.0.0.1:%d", aport), Workers: workers, Extra: extra}.Render()
 	if err != nil {
 		return nil, err
 	}

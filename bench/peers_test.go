@@ -120,3 +120,21 @@ func checkWithTool(t *testing.T, tool string, cfg []byte, name string, args func
 		t.Errorf("%s rejects the configuration: %v\n%s", tool, err, out)
 	}
 }
+
+func TestSluiceConfigDiagnosticVariant(t *testing.T) {
+	b, err := SluiceConfig{Listen: "127.0.0.1:3999", Admin: "off", Workers: testWorkers,
+		Extra: "overload:\n  codel:\n    enabled: false\n"}.Render()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse("sluice.yaml", b)
+	if err != nil {
+		t.Fatalf("the variant does not validate: %v\n%s", err, b)
+	}
+	if cfg.Overload.CoDel.Enabled {
+		t.Errorf("got CoDel enabled, want the variant's one change applied:\n%s", b)
+	}
+	if cfg.Upstreams == nil || len(cfg.Upstreams.Servers) != len(testWorkers) || cfg.Tenants.Key != "header:X-Tenant" {
+		t.Errorf("the variant lost the suite's settings:\n%s", b)
+	}
+}

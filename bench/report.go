@@ -180,7 +180,7 @@ func group(runs []*RunResult, setup, point string, ka bool) []*RunResult {
 
 func setupsIn(runs []*RunResult) []string {
 	var names []string
-	for _, n := range AllSetups() {
+	for _, n := range KnownSetups() {
 		for _, r := range runs {
 			if r.Setup == n {
 				names = append(names, n)

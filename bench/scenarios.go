@@ -63,7 +63,7 @@ func multipleName(m float64) string { return fmtTick(m) + "x" }
 // constant phase each, ?cpu=10, client timeout 1 s.
 func (s *Suite) goodput(ctx context.Context) error {
 	var runs []*RunResult
-	targets := s.setups(AllSetups()...)
+	targets := s.setups(false)
 	for _, ka := range s.o.KeepAlive {
 		for _, m := range Multiples() {
 			reps := 1
@@ -99,7 +99,7 @@ func (s *Suite) capacityDrop(ctx context.Context) error {
 	before, after := s.o.Phase, s.o.Phase*3/2
 	var runs []*RunResult
 	for _, ka := range s.o.KeepAlive {
-		for _, t := range s.setups(AllSetups()...) {
+		for _, t := range s.setups(false) {
 			rate := m * t.cap10
 			r, err := s.run(ctx, ScenarioDrop, "0.8x cpu=10 -> cpu=20", m, t, ka, 0,
 				stream{query: "?cpu=10", phases: []loadgen.Phase{
@@ -128,7 +128,7 @@ func (s *Suite) retryStorm(ctx context.Context) error {
 	steady, trigger, after := 5*time.Second, s.o.Phase, 2*s.o.Phase
 	var runs []*RunResult
 	for _, ka := range s.o.KeepAlive {
-		for _, t := range s.setups(AllSetups()...) {
+		for _, t := range s.setups(false) {
 			r, err := s.run(ctx, ScenarioRetry, "0.8x/1.5x/0.8x", 0.8, t, ka, 0, stream{
 				query: "?cpu=10",
 				phases: []loadgen.Phase{
@@ -176,7 +176,7 @@ func (s *Suite) tenants(ctx context.Context) error {
 	var runs []*RunResult
 	for _, ka := range s.o.KeepAlive {
 		for _, mix := range TenantMixes() {
-			for _, t := range s.setups(SetupSluice, SetupRoundRobin, SetupNginxHA1s, SetupNginxHA500ms) {
+			for _, t := range s.setups(true) {
 				r, err := s.run(ctx, ScenarioTenants, mix.Name, TenantMultiple, t, ka, 0, stream{
 					query:  "?cpu=10",
 					phases: []loadgen.Phase{{Name: mix.Name, Rate: TenantMultiple * t.cap10, Duration: s.o.Phase}},
@@ -207,7 +207,7 @@ const HeteroMultiple = 0.7
 func (s *Suite) hetero(ctx context.Context) error {
 	var runs []*RunResult
 	for _, ka := range s.o.KeepAlive {
-		for _, t := range s.setups(SetupSluice, SetupRoundRobin, SetupNginxHA1s, SetupNginxHA500ms) {
+		for _, t := range s.setups(true) {
 			// Capacity was measured at 10 ms a page; the mix costs 9.5 ms.
 			rate := HeteroMultiple * t.cap10 * 10 / 9.5
 			r, err := s.run(ctx, ScenarioHetero, "0.7x 90% cpu=5 + 10% cpu=50", HeteroMultiple, t, ka, 0, stream{
@@ -253,7 +253,7 @@ func (s *Suite) hop(ctx context.Context) error {
 			perURL int
 		}
 		targets := []hopTarget{{"direct", direct, HopClients / len(direct)}}
-		for _, t := range s.setups(SetupSluice, SetupRoundRobin, SetupNginxHA1s, SetupNginxHA500ms) {
+		for _, t := range s.setups(true) {
 			targets = append(targets, hopTarget{t.name, []string{t.url + "?cpu=0"}, HopClients})
 		}
 		for _, ht := range targets {

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -27,11 +26,22 @@ const (
 	SetupNginxHA500ms = "nginx-haproxy-500ms" // nginx -> HAProxy, timeout queue 500ms
 	SetupLibPlain     = "lib-plain"           // net/http + the demo app, GOMAXPROCS 2
 	SetupLibSluice    = "lib-sluice"          // the same behind sluice's admission middleware
+
+	// SetupSluiceNoCoDel is a diagnostic, not run unless asked for: sluice
+	// with the one change overload.codel.enabled: false, to show what
+	// CoDel does to goodput and latency.
+	SetupSluiceNoCoDel = "sluice-no-codel"
 )
 
-// AllSetups lists the setups in the order tables show them.
+// AllSetups lists the setups the suite runs by default, in the order
+// tables show them.
 func AllSetups() []string {
 	return []string{SetupSluice, SetupRoundRobin, SetupNginxHA1s, SetupNginxHA500ms, SetupLibPlain, SetupLibSluice}
+}
+
+// KnownSetups lists every setup, diagnostics included, in table order.
+func KnownSetups() []string {
+	return []string{SetupSluice, SetupSluiceNoCoDel, SetupRoundRobin, SetupNginxHA1s, SetupNginxHA500ms, SetupLibPlain, SetupLibSluice}
 }
 
 // isLib reports whether setup is a library-face server (its own process
@@ -208,7 +218,9 @@ func NewSuite(ctx context.Context, o Options) (_ *Suite, err error) {
 		dir := filepath.Join(o.WorkDir, name)
 		switch name {
 		case SetupSluice:
-			t.front, err = StartSluice(ctx, name, o.SluiceBin, s.workers.Addrs, dir)
+			t.front, err = StartSluice(ctx, name, o.SluiceBin, s.workers.Addrs, dir, "")
+		case SetupSluiceNoCoDel:
+			t.front, err = StartSluice(ctx, name, o.SluiceBin, s.workers.Addrs, dir, "overload:\n  codel:\n    enabled: false\n")
 		case SetupRoundRobin:
 			t.front, err = s.startRoundRobin(ctx)
 		case SetupNginxHA1s:
@@ -652,14 +664,12 @@ func (s *Suite) restart(ctx context.Context, p *Pool) error {
 func round1(f float64) float64 { return float64(int64(f*10+0.5)) / 10 }
 func round3(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }
 
-// hasSetup reports whether the suite runs setup.
-func (s *Suite) hasSetup(name string) bool { return slices.Contains(s.o.Setups, name) }
-
-// setups returns the suite's targets among names, in that order.
-func (s *Suite) setups(names ...string) []*target {
+// setups returns the suite's targets in table order; with fronts, only
+// those in front of the workers (not the library face).
+func (s *Suite) setups(fronts bool) []*target {
 	var ts []*target
-	for _, n := range names {
-		if t := s.targets[n]; t != nil {
+	for _, n := range KnownSetups() {
+		if t := s.targets[n]; t != nil && (!fronts || !isLib(n)) {
 			ts = append(ts, t)
 		}
 	}

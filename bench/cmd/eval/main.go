@@ -56,7 +56,7 @@ func suite(ctx context.Context, args []string, stderr io.Writer) int {
 	out := fs.String("out", "docs/bench", "directory for the results (JSON, SVG, Markdown)")
 	work := fs.String("work", "", "directory for configs and process logs (default: a new temporary directory)")
 	scenarios := fs.String("scenarios", strings.Join(bench.Scenarios(), ","), "comma-separated scenarios to run")
-	setups := fs.String("setups", "", "comma-separated setups (default: all of "+strings.Join(bench.AllSetups(), ",")+")")
+	setups := fs.String("setups", "", "comma-separated setups (default: all of "+strings.Join(bench.AllSetups(), ",")+"; the diagnostic sluice-no-codel only when named)")
 	sluiceBin := fs.String("sluice", "", "sluice binary (default: go build ./cmd/sluice into the work directory)")
 	nginxBin := fs.String("nginx", "/usr/sbin/nginx", "nginx binary; empty skips the nginx -> HAProxy setups")
 	haproxyBin := fs.String("haproxy", "/usr/sbin/haproxy", "haproxy binary; empty skips the nginx -> HAProxy setups")
