@@ -127,3 +127,17 @@ func TestMergeSeries(t *testing.T) {
 		}
 	}
 }
+
+func TestQuietestKeepsTheOthers(t *testing.T) {
+	attempt := func(others float64) *RunResult {
+		return &RunResult{CPU: CPUUse{Others: others, Wall: 10}}
+	}
+	a, b, c := attempt(5), attempt(1), attempt(3)
+	got := quietest([]*RunResult{a, b, c})
+	if got != b {
+		t.Fatalf("got the attempt with %v other cores, want the quietest (0.1)", got.OtherCores())
+	}
+	if got.Attempts != 3 || len(got.Discarded) != 2 || got.Discarded[0] != a || got.Discarded[1] != c {
+		t.Errorf("got %d attempts and %d discarded, want 3 and the other two in order", got.Attempts, len(got.Discarded))
+	}
+}

@@ -443,6 +443,8 @@ type RunResult struct {
 	// cores during the run, on every attempt. Attempts counts them.
 	Noisy    bool `json:"noisy,omitempty"`
 	Attempts int  `json:"attempts"`
+	// Discarded are the noisier attempts, kept for the record.
+	Discarded []*RunResult `json:"discarded,omitempty"`
 	// Note explains anything unusual.
 	Note string `json:"note,omitempty"`
 }
@@ -517,25 +519,39 @@ func (s *Suite) waitQuiet(ctx context.Context) float64 {
 // took more than Options.MaxOthers cores meanwhile. The quietest attempt
 // is kept.
 func (s *Suite) run(ctx context.Context, scenario, point string, multiple float64, t *target, keepAlive bool, repeat int, streams ...stream) (*RunResult, error) {
-	var best *RunResult
-	attempt := 1
-	for ; ; attempt++ {
+	var all []*RunResult
+	for attempt := 1; ; attempt++ {
 		s.waitQuiet(ctx)
 		r, err := s.runOnce(ctx, scenario, point, multiple, t, keepAlive, repeat, streams...)
 		if err != nil {
 			return nil, err
 		}
 		r.Noisy = s.o.MaxOthers >= 0 && r.OtherCores() > s.o.MaxOthers
-		if best == nil || r.OtherCores() < best.OtherCores() {
-			best = r
-		}
+		all = append(all, r)
 		if !r.Noisy || attempt > s.o.NoisyRetries || s.o.NoisyRetries < 0 {
 			break
 		}
 		s.log.Warn("noisy run: the rest of the machine took CPU; running it again", "setup", t.name, "point", point, "otherCores", round3(r.OtherCores()))
 	}
-	best.Attempts = attempt
-	return best, nil
+	return quietest(all), nil
+}
+
+// quietest returns the attempt during which the rest of the machine used
+// the least CPU, with the others kept in its Discarded.
+func quietest(attempts []*RunResult) *RunResult {
+	best := attempts[0]
+	for _, r := range attempts[1:] {
+		if r.OtherCores() < best.OtherCores() {
+			best = r
+		}
+	}
+	for _, r := range attempts {
+		if r != best {
+			best.Discarded = append(best.Discarded, r)
+		}
+	}
+	best.Attempts = len(attempts)
+	return best
 }
 
 // runOnce offers the streams to setup t and collects the figures.
