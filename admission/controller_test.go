@@ -1,10 +1,13 @@
 package admission_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"math"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -427,4 +430,27 @@ func TestStatsSaturationUnknown(t *testing.T) {
 	if got := c.Stats().Saturation; got != -1 {
 		t.Fatalf("got saturation %v while the signal has no value, want -1 (NaN does not encode to JSON)", got)
 	}
+}
+
+// The seed's two log messages, as structured records: the limit changed,
+// and how many requests were shed in the window.
+func TestWindowLogs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var buf bytes.Buffer
+		log := slog.New(slog.NewJSONHandler(&buf, nil))
+		limits := []int{3}
+		alg := &scripted{limit: 1, next: func() int { l := limits[0]; limits = limits[1:]; return l }}
+		c := newController(t, 0, admission.Options{Limit: alg, QueueSize: -1, Logger: log})
+		held := mustAcquire(t, c)
+		c.Acquire(context.Background(), admission.Request{}) // shed: limit
+		time.Sleep(time.Second)
+		synctest.Wait()
+		held.Release()
+		out := buf.String()
+		for _, want := range []string{`"msg":"admission: limit changed","from":1,"to":3`, `"msg":"admission: shed requests in the last window","shed":{"limit":1}`} {
+			if !strings.Contains(out, want) {
+				t.Errorf("logs lack %s:\n%s", want, out)
+			}
+		}
+	})
 }
