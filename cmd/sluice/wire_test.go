@@ -1,6 +1,14 @@
 package main
 
 import (
+	"bytes"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/admission"
 	"testing"
 
 	"github.com/sluicehq/sluice/internal/config"
@@ -39,5 +47,18 @@ func TestControllerOptionsLimits(t *testing.T) {
 				t.Errorf("got queue size %d, want %d", o.QueueSize, tt.wantQueue)
 			}
 		})
+	}
+}
+
+func TestAccessLog(t *testing.T) {
+	var buf bytes.Buffer
+	h := accessLog(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		admission.WriteShed(w, admission.ReasonQueueFull, time.Second)
+	}), slog.New(slog.NewJSONHandler(&buf, nil)))
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/page?x=1", nil))
+	for _, want := range []string{`"msg":"access"`, `"method":"GET"`, `"path":"/page"`, `"status":503`, `"shed":"queue-full"`, `"bytes":13`} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("access log lacks %s: %s", want, buf.String())
+		}
 	}
 }
