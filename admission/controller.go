@@ -476,7 +476,8 @@ func (c *Controller) dispatchLocked() {
 			now = time.Now()
 		}
 		if c.codel != nil {
-			if c.codel.shouldDrop(now, now.Sub(w.enqueued)) {
+			service := time.Duration(math.Float64frombits(c.latency.Load()))
+			if c.codel.shouldDrop(now, now.Sub(w.enqueued), service) {
 				c.finishLocked(c.q.dropCandidate(), c.shed(ReasonCoDel))
 				continue
 			}

@@ -60,17 +60,20 @@ func TestCoDelDecisions(t *testing.T) {
 		sojourn time.Duration
 		empty   bool // the queue drained before this step
 		drop    bool
+		service time.Duration
 	}
 	tests := []struct {
 		name  string
 		steps []step
 	}{
-		{"below target never drops", []step{{0, 4 * time.Millisecond, false, false}, {200, 4 * time.Millisecond, false, false}}},
-		{"above target for less than an interval", []step{{0, 10 * time.Millisecond, false, false}, {99, 50 * time.Millisecond, false, false}}},
-		{"a dip under target restarts the interval", []step{{0, 10 * time.Millisecond, false, false}, {50, 1 * time.Millisecond, false, false}, {120, 10 * time.Millisecond, false, false}, {200, 10 * time.Millisecond, false, false}}},
-		{"standing for an interval drops", []step{{0, 10 * time.Millisecond, false, false}, {100, 10 * time.Millisecond, false, true}, {101, 6 * time.Millisecond, false, true}}},
-		{"while dropping, young requests are served", []step{{0, 10 * time.Millisecond, false, false}, {100, 10 * time.Millisecond, false, true}, {101, 2 * time.Millisecond, false, false}, {102, 7 * time.Millisecond, false, true}}},
-		{"an empty queue ends dropping", []step{{0, 10 * time.Millisecond, false, false}, {100, 10 * time.Millisecond, false, true}, {150, 10 * time.Millisecond, true, false}}},
+		{"below target never drops", []step{{0, 4 * time.Millisecond, false, false, 0}, {200, 4 * time.Millisecond, false, false, 0}}},
+		{"above target for less than an interval", []step{{0, 10 * time.Millisecond, false, false, 0}, {99, 50 * time.Millisecond, false, false, 0}}},
+		{"a dip under target restarts the interval", []step{{0, 10 * time.Millisecond, false, false, 0}, {50, 1 * time.Millisecond, false, false, 0}, {120, 10 * time.Millisecond, false, false, 0}, {200, 10 * time.Millisecond, false, false, 0}}},
+		{"standing for an interval drops", []step{{0, 10 * time.Millisecond, false, false, 0}, {100, 10 * time.Millisecond, false, true, 0}, {101, 6 * time.Millisecond, false, true, 0}}},
+		{"while dropping, young requests are served", []step{{0, 10 * time.Millisecond, false, false, 0}, {100, 10 * time.Millisecond, false, true, 0}, {101, 2 * time.Millisecond, false, false, 0}, {102, 7 * time.Millisecond, false, true, 0}}},
+		{"an empty queue ends dropping", []step{{0, 10 * time.Millisecond, false, false, 0}, {100, 10 * time.Millisecond, false, true, 0}, {150, 10 * time.Millisecond, true, false, 0}}},
+		{"a queue two service times deep is not standing", []step{{0, 30 * time.Millisecond, false, false, 20 * time.Millisecond}, {200, 39 * time.Millisecond, false, false, 20 * time.Millisecond}}},
+		{"the service time raises the bar, not the rule", []step{{0, 50 * time.Millisecond, false, false, 20 * time.Millisecond}, {100, 45 * time.Millisecond, false, true, 20 * time.Millisecond}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -79,7 +82,7 @@ func TestCoDelDecisions(t *testing.T) {
 				if s.empty {
 					c.empty()
 				}
-				if got := c.shouldDrop(at(s.at), s.sojourn); got != s.drop {
+				if got := c.shouldDrop(at(s.at), s.sojourn, s.service); got != s.drop {
 					t.Fatalf("step %d (t=%dms, sojourn %v): got drop=%v, want %v", i, s.at, s.sojourn, got, s.drop)
 				}
 			}
