@@ -119,7 +119,7 @@ func (s *Suite) capacityDrop(ctx context.Context) error {
 			runs = append(runs, r)
 		}
 	}
-	return s.writeTimeline(ScenarioDrop, runs, before, after)
+	return s.writeTimeline(ScenarioDrop, runs, before)
 }
 
 // retryStorm is scenario 3: clients retry at once on any failure (up to 3

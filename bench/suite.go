@@ -73,7 +73,7 @@ type Options struct {
 	// Repeats is how many times the repeated point runs; 0 means 3.
 	Repeats int
 	// DrainBound bounds the wait for the workers to finish after a run;
-	// past it they are restarted. 0 means 60 s.
+	// past it they are restarted. 0 means 30 s.
 	DrainBound time.Duration
 	// CapacityTime is the length of one capacity measurement; 0 means 5 s.
 	CapacityTime time.Duration
@@ -106,7 +106,7 @@ func (o Options) withDefaults() Options {
 		o.Repeats = 3
 	}
 	if o.DrainBound == 0 {
-		o.DrainBound = 60 * time.Second
+		o.DrainBound = 30 * time.Second
 	}
 	if o.CapacityTime == 0 {
 		o.CapacityTime = 5 * time.Second

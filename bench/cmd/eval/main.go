@@ -64,7 +64,7 @@ func suite(ctx context.Context, args []string, stderr io.Writer) int {
 	units := fs.Float64("units", 0, "demo work calibration in units per ms (default: calibrate now)")
 	keepAlive := fs.String("keepalive", "on,off", "client keep-alive modes to run: on, off or on,off")
 	repeats := fs.Int("repeats", 3, "runs of the repeated point (4x, keep-alive off)")
-	drain := fs.Duration("drain-bound", 60*time.Second, "longest wait for the workers to finish after a run before restarting them")
+	drain := fs.Duration("drain-bound", 30*time.Second, "longest wait for the workers to finish after a run before restarting them")
 	capTime := fs.Duration("capacity-time", 5*time.Second, "length of one capacity measurement")
 	maxOthers := fs.Float64("max-others", 0.25, "cores the rest of the machine may use during a run before it is run again; negative: no check")
 	noisyRetries := fs.Int("noisy-retries", 1, "how many times a noisy run is run again (-1: never)")
