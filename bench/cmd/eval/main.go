@@ -134,7 +134,13 @@ func suite(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	defer s.Close()
 	if rev, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output(); err == nil {
-		s.SetCommit(strings.TrimSpace(string(rev)))
+		commit := strings.TrimSpace(string(rev))
+		// The binaries are built from the working tree: say when it is not
+		// the commit (tracked files modified).
+		if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(st) > 0 {
+			commit += " with uncommitted changes"
+		}
+		s.SetCommit(commit)
 	}
 	for _, sc := range strings.Split(*scenarios, ",") {
 		t0 := time.Now()
