@@ -187,8 +187,11 @@ func demoRun(ctx context.Context, f *demoFlags, stdout, stderr io.Writer) error 
 			return err
 		}
 		reports[i] = rep
-		// What the baseline left queued in the workers would slow the next
-		// run: wait until they are idle again.
+		if i == len(systems)-1 {
+			break // the last run's leftovers only delay the exit
+		}
+		// What a run left queued in the workers would slow the next one:
+		// wait until they are idle again.
 		if err := waitIdle(ctx, s.sup, 30*time.Second); err != nil {
 			return err
 		}
