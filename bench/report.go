@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -34,6 +35,67 @@ func (s *Suite) writeChart(name string, c *Chart) error {
 		return err
 	}
 	return s.writeFile(name, b.Bytes())
+}
+
+// Rewrite reads the scenario JSON files in dir (as a run of the suite
+// wrote them) and writes their tables and charts again, so that a change
+// of presentation needs no new measurement. Scenarios without a file are
+// skipped.
+func Rewrite(dir string) error {
+	for _, name := range Scenarios() {
+		b, err := os.ReadFile(filepath.Join(dir, name+".json"))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		var f scenarioFile
+		if err := json.Unmarshal(b, &f); err != nil {
+			return fmt.Errorf("bench: %s.json: %w", name, err)
+		}
+		s := &Suite{o: Options{OutDir: dir}, env: f.Environment}
+		for _, r := range f.Runs {
+			if !slices.Contains(s.o.KeepAlive, r.KeepAlive) {
+				s.o.KeepAlive = append(s.o.KeepAlive, r.KeepAlive)
+			}
+		}
+		for _, h := range f.Hop {
+			if !slices.Contains(s.o.KeepAlive, h.KeepAlive) {
+				s.o.KeepAlive = append(s.o.KeepAlive, h.KeepAlive)
+			}
+		}
+		switch name {
+		case ScenarioGoodput:
+			err = s.writeGoodput(f.Runs)
+		case ScenarioDrop, ScenarioRetry:
+			err = s.writeTimeline(name, f.Runs, timelineMarks(name, f.Runs)...)
+		case ScenarioTenants, ScenarioHetero:
+			err = s.writeClasses(name, f.Runs)
+		case ScenarioHop:
+			err = s.writeHop(f.Hop)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// timelineMarks recovers a timeline scenario's phase boundaries from its
+// first run: the lengths of the phases before the one the figure is about.
+func timelineMarks(scenario string, runs []*RunResult) []time.Duration {
+	if len(runs) == 0 || len(runs[0].Reports) == 0 {
+		return nil
+	}
+	ph := runs[0].Reports[0].Phases
+	switch {
+	case scenario == ScenarioDrop && len(ph) >= 1:
+		return []time.Duration{ph[0].Phase.Duration}
+	case scenario == ScenarioRetry && len(ph) >= 2:
+		return []time.Duration{ph[0].Phase.Duration, ph[1].Phase.Duration}
+	}
+	return nil
 }
 
 // scenarioFile is what a scenario's JSON file holds.
@@ -128,6 +190,17 @@ func TopErrors(errs map[string]int64, n int) string {
 		return "–"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// cores formats the CPU the renderers, the front and the load generator
+// used during a run (and the drain after it), in cores: on a small machine
+// what the front and the generator take, the renderers do not get.
+func cores(r *RunResult) string {
+	if r.CPU.Wall <= 0 {
+		return "–"
+	}
+	w := r.CPU.Wall
+	return fmt.Sprintf("%.2f / %.2f / %.2f", r.CPU.Renderers/w, r.CPU.Front/w, r.CPU.Generator/w)
 }
 
 // otherLoad formats the CPU the rest of the machine used during a run, in
@@ -277,12 +350,12 @@ func (s *Suite) writeGoodput(runs []*RunResult) error {
 }
 
 func detailTable(runs []*RunResult) *Table {
-	t := &Table{Header: []string{"setup", "client", "load", "run", "offered/s", "goodput/s", "% of capacity", "success", "p50", "p99", "wasted renders", "drain", "CPU s: front / generator", "other load", "failures by kind"}}
+	t := &Table{Header: []string{"setup", "client", "load", "run", "offered/s", "goodput/s", "% of capacity", "success", "p50", "p99", "wasted renders", "drain", "cores: renderers / front / generator", "other load", "failures by kind"}}
 	for _, r := range runs {
 		tot := r.Reports[0].Total
 		t.Add(r.Setup, kaName(r.KeepAlive), r.Point, fmt.Sprint(r.Repeat+1), fmtRate(tot.OfferedRate), fmtRate(tot.Goodput),
 			pct(goodputShare(r)), pct(tot.SuccessRatio), fmtMS(tot.Latency.P50), fmtMS(tot.Latency.P99),
-			wastedCell(r), fmtSecs(r.Drain, r.DrainCapped), fmt.Sprintf("%.1f / %.1f", r.CPU.Front, r.CPU.Generator), otherLoad(r),
+			wastedCell(r), fmtSecs(r.Drain, r.DrainCapped), cores(r), otherLoad(r),
 			TopErrors(tot.Errors, 3))
 	}
 	return t

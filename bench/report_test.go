@@ -1,8 +1,15 @@
 package bench
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/loadgen"
 )
 
 func parseFloat(s string) (float64, error) { return strconv.ParseFloat(s, 64) }
@@ -54,5 +61,60 @@ func TestWastedCell(t *testing.T) {
 				t.Errorf("got %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// fakeRun is a goodput-scenario run with the figures the writers read.
+func fakeRun(setup, point string, multiple float64, ka bool, goodput float64) *RunResult {
+	rep := &loadgen.Report{
+		Bucket: 250 * time.Millisecond,
+		Total:  loadgen.Stats{OfferedRate: 100 * multiple, Goodput: goodput, SuccessRatio: goodput / (100 * multiple), Latency: loadgen.Latency{P50: 10 * time.Millisecond, P99: 40 * time.Millisecond}},
+		Phases: []loadgen.PhaseReport{{Name: point, Phase: loadgen.Phase{Name: point, Rate: 100 * multiple, Duration: 10 * time.Second}}},
+		Series: []loadgen.Point{{Start: 0, Goodput: goodput}, {Start: 250 * time.Millisecond, Goodput: goodput}},
+	}
+	return &RunResult{Scenario: ScenarioGoodput, Setup: setup, Point: point, Multiple: multiple, KeepAlive: ka, Capacity: 100,
+		Reports: []*loadgen.Report{rep}, Series: rep.Series, Rendered: 1000, Wasted: 10, CPU: CPUUse{Renderers: 15, Front: 1, Generator: 2, Wall: 10}}
+}
+
+func TestRewriteRegeneratesTablesAndCharts(t *testing.T) {
+	dir := t.TempDir()
+	var runs []*RunResult
+	for _, m := range Multiples() {
+		runs = append(runs, fakeRun(SetupSluice, multipleName(m), m, false, 90), fakeRun(SetupRoundRobin, multipleName(m), m, false, 10))
+	}
+	files := map[string]scenarioFile{
+		ScenarioGoodput + ".json": {Scenario: ScenarioGoodput, Runs: runs},
+		ScenarioHop + ".json":     {Scenario: ScenarioHop, Hop: []HopResult{{Setup: SetupSluice, Rates: []float64{900, 1000, 1100}, MeanLat: []float64{1, 1, 1}, Median: 1000}}},
+	}
+	for name, f := range files {
+		b, err := json.Marshal(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := Rewrite(dir); err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, ScenarioGoodput+".md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| sluice | 90% | 90% | 90% | 90% | 90% |", "| round-robin |", "1.50 / 0.10 / 0.20"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("goodput.md lacks %q:\n%s", want, md)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "goodput-newconn.svg")); err != nil {
+		t.Errorf("no goodput chart: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "goodput-keepalive.svg")); err == nil {
+		t.Error("got a keep-alive chart for runs without keep-alive, want none")
+	}
+	hop, err := os.ReadFile(filepath.Join(dir, ScenarioHop+".md"))
+	if err != nil || !strings.Contains(string(hop), "| sluice | newconn | 1000 | 900, 1000, 1100 |") {
+		t.Errorf("hop.md: got %q, %v", hop, err)
 	}
 }

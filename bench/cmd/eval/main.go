@@ -69,11 +69,19 @@ func suite(ctx context.Context, args []string, stderr io.Writer) int {
 	maxOthers := fs.Float64("max-others", 0.25, "cores the rest of the machine may use during a run before it is run again; negative: no check")
 	noisyRetries := fs.Int("noisy-retries", 1, "how many times a noisy run is run again (-1: never)")
 	quietWait := fs.Duration("quiet-wait", 30*time.Second, "longest wait before a run for the rest of the machine to be quiet")
+	rewrite := fs.Bool("rewrite", false, "measure nothing: rewrite the tables and charts in -out from its JSON files")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return 2
+	}
+	if *rewrite {
+		if err := bench.Rewrite(*out); err != nil {
+			fmt.Fprintln(stderr, "eval:", err)
+			return 1
+		}
+		return 0
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	var kas []bool
