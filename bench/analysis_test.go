@@ -141,3 +141,16 @@ func TestQuietestKeepsTheOthers(t *testing.T) {
 		t.Errorf("got %d attempts and %d discarded, want 3 and the other two in order", got.Attempts, len(got.Discarded))
 	}
 }
+
+func TestAllSeries(t *testing.T) {
+	a := &loadgen.Report{Series: seriesOf(1, 2)}
+	b := &loadgen.Report{Series: seriesOf(10, 20)}
+	one := &RunResult{Reports: []*loadgen.Report{a}}
+	if got := one.AllSeries(); len(got) != 2 || got[1].Goodput != 2 {
+		t.Errorf("one stream: got %+v, want its report's series", got)
+	}
+	two := &RunResult{Reports: []*loadgen.Report{a, b}}
+	if got := two.AllSeries(); len(got) != 2 || got[0].Goodput != 11 || got[1].Goodput != 22 {
+		t.Errorf("two streams: got %+v, want them added", got)
+	}
+}

@@ -56,6 +56,9 @@ func Rewrite(dir string) error {
 		}
 		s := &Suite{o: Options{OutDir: dir}, env: f.Environment}
 		for _, r := range f.Runs {
+			if len(r.Reports) == 1 {
+				r.Series = nil // written by older versions; the report has it
+			}
 			if !slices.Contains(s.o.KeepAlive, r.KeepAlive) {
 				s.o.KeepAlive = append(s.o.KeepAlive, r.KeepAlive)
 			}
@@ -414,7 +417,7 @@ func (s *Suite) writeTimeline(scenario string, runs []*RunResult, marks ...time.
 			}
 			sr := Series{Name: r.Setup}
 			bucket := r.Reports[0].Bucket
-			for _, p := range r.Series {
+			for _, p := range r.AllSeries() {
 				sr.X = append(sr.X, (p.Start + bucket/2).Seconds())
 				sr.Y = append(sr.Y, 100*p.Goodput/r.Capacity)
 			}
@@ -505,7 +508,7 @@ func chartReport(scenario string, r *RunResult) *loadgen.Report {
 	if len(r.Reports) == 1 {
 		return &base
 	}
-	base.Series = r.Series
+	base.Series = r.AllSeries()
 	base.Phases = nil
 	var tot loadgen.Stats
 	for i, rep := range r.Reports {

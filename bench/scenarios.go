@@ -114,7 +114,7 @@ func (s *Suite) capacityDrop(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			rec := FindRecovery(r.Series, r.Reports[0].Bucket, before, before+after, 0.9*t.cap20, 2*time.Second)
+			rec := FindRecovery(r.AllSeries(), r.Reports[0].Bucket, before, before+after, 0.9*t.cap20, 2*time.Second)
 			r.Recovery = &rec
 			runs = append(runs, r)
 		}
@@ -143,7 +143,7 @@ func (s *Suite) retryStorm(ctx context.Context) error {
 			}
 			// Back means 90% of what is offered after the trigger (0.8x):
 			// goodput cannot exceed the offered load.
-			rec := FindRecovery(r.Series, r.Reports[0].Bucket, steady+trigger, steady+trigger+after, 0.9*0.8*t.cap10, 2*time.Second)
+			rec := FindRecovery(r.AllSeries(), r.Reports[0].Bucket, steady+trigger, steady+trigger+after, 0.9*0.8*t.cap10, 2*time.Second)
 			r.Recovery = &rec
 			runs = append(runs, r)
 		}

@@ -417,8 +417,9 @@ type RunResult struct {
 	// Reports are the load generator's reports: one, or one per
 	// concurrent stream (scenario capacity-drop).
 	Reports []*loadgen.Report `json:"reports"`
-	// Series is the time series of all streams together.
-	Series []loadgen.Point `json:"series"`
+	// Series is the time series of all streams together, when there are
+	// several; see AllSeries.
+	Series []loadgen.Point `json:"series,omitempty"`
 	// Successes counts the logical requests that succeeded, all streams.
 	Successes int64 `json:"successes"`
 	// Rendered counts the renders the pool did from the run's start until
@@ -447,6 +448,21 @@ type RunResult struct {
 	Discarded []*RunResult `json:"discarded,omitempty"`
 	// Note explains anything unusual.
 	Note string `json:"note,omitempty"`
+}
+
+// AllSeries returns the time series of the run's streams together.
+func (r *RunResult) AllSeries() []loadgen.Point {
+	if len(r.Series) > 0 || len(r.Reports) == 0 {
+		return r.Series
+	}
+	if len(r.Reports) == 1 {
+		return r.Reports[0].Series
+	}
+	var ss [][]loadgen.Point
+	for _, rep := range r.Reports {
+		ss = append(ss, rep.Series)
+	}
+	return MergeSeries(ss...)
 }
 
 // OtherCores is the CPU the rest of the machine used during the run, in
@@ -638,7 +654,10 @@ func (s *Suite) runOnce(ctx context.Context, scenario, point string, multiple fl
 		series = append(series, r.Series)
 		res.Successes += r.Total.Successes
 	}
-	res.Series = MergeSeries(series...)
+	if len(series) > 1 {
+		// One stream's series is in its report already.
+		res.Series = MergeSeries(series...)
+	}
 	if statsKnown {
 		res.Rendered = after.Rendered - before.Rendered
 		res.Wasted = Wasted(res.Rendered, res.Successes)
