@@ -390,8 +390,12 @@ func cpuModel() string {
 // Environment returns what the suite recorded about the machine and tools.
 func (s *Suite) Environment() Environment { return s.env }
 
-// SetCommit records the source revision measured.
-func (s *Suite) SetCommit(c string) { s.env.Commit = c }
+// SetCommit records the source revision measured, in environment.json
+// too.
+func (s *Suite) SetCommit(c string) error {
+	s.env.Commit = c
+	return s.writeJSON("environment.json", s.env)
+}
 
 // CPUUse is the CPU time spent during a run and the drain after it, in
 // seconds. Others is what the rest of the machine took meanwhile (the

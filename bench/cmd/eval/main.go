@@ -148,7 +148,10 @@ func suite(ctx context.Context, args []string, stderr io.Writer) int {
 		if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(st) > 0 {
 			commit += " with uncommitted changes"
 		}
-		s.SetCommit(commit)
+		if err := s.SetCommit(commit); err != nil {
+			fmt.Fprintln(stderr, "eval:", err)
+			return 1
+		}
 	}
 	for _, sc := range strings.Split(*scenarios, ",") {
 		t0 := time.Now()
