@@ -2,6 +2,7 @@ package bench
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"net"
@@ -26,7 +27,7 @@ type RoundRobin struct {
 }
 
 // NewRoundRobin returns a RoundRobin over the upstreams' host:port
-// addresses (at least one).
+// addresses (at least one; an address that is not host:port is an error).
 func NewRoundRobin(addrs []string) (*RoundRobin, error) {
 	if len(addrs) == 0 {
 		return nil, errors.New("bench: round robin needs at least one upstream")
@@ -39,6 +40,9 @@ func NewRoundRobin(addrs []string) (*RoundRobin, error) {
 	}
 	rr := &RoundRobin{}
 	for _, a := range addrs {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			return nil, fmt.Errorf("bench: round robin upstream %q: %w", a, err)
+		}
 		u, err := url.Parse("http://" + a)
 		if err != nil {
 			return nil, err

@@ -81,7 +81,9 @@ func TestRoundRobinAnswers502WhenTheUpstreamIsDown(t *testing.T) {
 	if rec.Code != http.StatusBadGateway {
 		t.Errorf("got %d, want 502", rec.Code)
 	}
-	if _, err := NewRoundRobin(nil); err == nil {
-		t.Error("no upstreams: got no error, want one")
+	for _, bad := range [][]string{nil, {""}, {"127.0.0.1"}, {"127.0.0.1:1", "nonsense"}} {
+		if _, err := NewRoundRobin(bad); err == nil {
+			t.Errorf("upstreams %q: got no error, want one", bad)
+		}
 	}
 }
