@@ -119,6 +119,9 @@ func TestProbesBypassSaturatedHandler(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s %s: %v", tc.method, tc.path, err)
 		}
+		// Read to the end, or the transport closes the connection
+		// instead of keeping it for the next probe.
+		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 		if resp.StatusCode != tc.wantStatus {
 			t.Errorf("%s %s (ready %v): got %d, want %d", tc.method, tc.path, tc.ready, resp.StatusCode, tc.wantStatus)
