@@ -39,11 +39,16 @@ type codel struct {
 	dropping   bool
 }
 
-// shouldDrop records the sojourn of a request being dequeued at now, when
-// requests take service on average, and reports whether it is to be shed
-// instead of served.
-func (c *codel) shouldDrop(now time.Time, sojourn, service time.Duration) bool {
-	if sojourn < max(c.target, 2*service) {
+// shouldDrop records the sojourn of the request CoDel would shed, judged
+// at now with queued requests waiting (it among them) and service the
+// mean service time, and reports whether it is to be shed instead of
+// served.
+//
+// A lone waiter is never shed and does not make a queue standing, as
+// packet CoDel keeps its last packet: a slot is free, serving it costs no
+// one anything, and shedding it would leave the slot idle.
+func (c *codel) shouldDrop(now time.Time, sojourn, service time.Duration, queued int) bool {
+	if sojourn < max(c.target, 2*service) || queued <= 1 {
 		if !c.dropping {
 			c.firstAbove = time.Time{}
 		}

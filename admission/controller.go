@@ -476,9 +476,15 @@ func (c *Controller) dispatchLocked() {
 			now = time.Now()
 		}
 		if c.codel != nil {
+			// CoDel judges the request it would shed: the oldest of the
+			// heaviest tenant in the lowest class. Judging the one about
+			// to be served instead would let a noisy tenant's backlog
+			// age unseen behind the other tenants' fresh requests, the
+			// fair order putting them first.
+			victim := c.q.dropCandidate()
 			service := time.Duration(math.Float64frombits(c.latency.Load()))
-			if c.codel.shouldDrop(now, now.Sub(w.enqueued), service) {
-				c.finishLocked(c.q.dropCandidate(), c.shed(ReasonCoDel))
+			if c.codel.shouldDrop(now, now.Sub(victim.enqueued), service, c.q.len()) {
+				c.finishLocked(victim, c.shed(ReasonCoDel))
 				continue
 			}
 			c.q.lifo = c.lifo && c.codel.standing()

@@ -61,19 +61,22 @@ func TestCoDelDecisions(t *testing.T) {
 		empty   bool // the queue drained before this step
 		drop    bool
 		service time.Duration
+		lone    bool // the request is the only one queued
 	}
 	tests := []struct {
 		name  string
 		steps []step
 	}{
-		{"below target never drops", []step{{0, 4 * time.Millisecond, false, false, 0}, {200, 4 * time.Millisecond, false, false, 0}}},
-		{"above target for less than an interval", []step{{0, 10 * time.Millisecond, false, false, 0}, {99, 50 * time.Millisecond, false, false, 0}}},
-		{"a dip under target restarts the interval", []step{{0, 10 * time.Millisecond, false, false, 0}, {50, 1 * time.Millisecond, false, false, 0}, {120, 10 * time.Millisecond, false, false, 0}, {200, 10 * time.Millisecond, false, false, 0}}},
-		{"standing for an interval drops", []step{{0, 10 * time.Millisecond, false, false, 0}, {100, 10 * time.Millisecond, false, true, 0}, {101, 6 * time.Millisecond, false, true, 0}}},
-		{"while dropping, young requests are served", []step{{0, 10 * time.Millisecond, false, false, 0}, {100, 10 * time.Millisecond, false, true, 0}, {101, 2 * time.Millisecond, false, false, 0}, {102, 7 * time.Millisecond, false, true, 0}}},
-		{"an empty queue ends dropping", []step{{0, 10 * time.Millisecond, false, false, 0}, {100, 10 * time.Millisecond, false, true, 0}, {150, 10 * time.Millisecond, true, false, 0}}},
-		{"a queue two service times deep is not standing", []step{{0, 30 * time.Millisecond, false, false, 20 * time.Millisecond}, {200, 39 * time.Millisecond, false, false, 20 * time.Millisecond}}},
-		{"the service time raises the bar, not the rule", []step{{0, 50 * time.Millisecond, false, false, 20 * time.Millisecond}, {100, 45 * time.Millisecond, false, true, 20 * time.Millisecond}}},
+		{"below target never drops", []step{{0, 4 * time.Millisecond, false, false, 0, false}, {200, 4 * time.Millisecond, false, false, 0, false}}},
+		{"above target for less than an interval", []step{{0, 10 * time.Millisecond, false, false, 0, false}, {99, 50 * time.Millisecond, false, false, 0, false}}},
+		{"a dip under target restarts the interval", []step{{0, 10 * time.Millisecond, false, false, 0, false}, {50, 1 * time.Millisecond, false, false, 0, false}, {120, 10 * time.Millisecond, false, false, 0, false}, {200, 10 * time.Millisecond, false, false, 0, false}}},
+		{"standing for an interval drops", []step{{0, 10 * time.Millisecond, false, false, 0, false}, {100, 10 * time.Millisecond, false, true, 0, false}, {101, 6 * time.Millisecond, false, true, 0, false}}},
+		{"while dropping, young requests are served", []step{{0, 10 * time.Millisecond, false, false, 0, false}, {100, 10 * time.Millisecond, false, true, 0, false}, {101, 2 * time.Millisecond, false, false, 0, false}, {102, 7 * time.Millisecond, false, true, 0, false}}},
+		{"an empty queue ends dropping", []step{{0, 10 * time.Millisecond, false, false, 0, false}, {100, 10 * time.Millisecond, false, true, 0, false}, {150, 10 * time.Millisecond, true, false, 0, false}}},
+		{"a queue two service times deep is not standing", []step{{0, 30 * time.Millisecond, false, false, 20 * time.Millisecond, false}, {200, 39 * time.Millisecond, false, false, 20 * time.Millisecond, false}}},
+		{"the service time raises the bar, not the rule", []step{{0, 50 * time.Millisecond, false, false, 20 * time.Millisecond, false}, {100, 45 * time.Millisecond, false, true, 20 * time.Millisecond, false}}},
+		{"a lone waiter is served even while dropping", []step{{0, 10 * time.Millisecond, false, false, 0, false}, {100, 10 * time.Millisecond, false, true, 0, false}, {101, 50 * time.Millisecond, false, false, 0, true}, {102, 10 * time.Millisecond, false, true, 0, false}}},
+		{"a lone waiter does not make a queue standing", []step{{0, 10 * time.Millisecond, false, false, 0, false}, {50, 10 * time.Millisecond, false, false, 0, true}, {120, 10 * time.Millisecond, false, false, 0, false}, {200, 10 * time.Millisecond, false, false, 0, false}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -82,7 +85,11 @@ func TestCoDelDecisions(t *testing.T) {
 				if s.empty {
 					c.empty()
 				}
-				if got := c.shouldDrop(at(s.at), s.sojourn, s.service); got != s.drop {
+				queued := 2
+				if s.lone {
+					queued = 1
+				}
+				if got := c.shouldDrop(at(s.at), s.sojourn, s.service, queued); got != s.drop {
 					t.Fatalf("step %d (t=%dms, sojourn %v): got drop=%v, want %v", i, s.at, s.sojourn, got, s.drop)
 				}
 			}

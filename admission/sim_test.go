@@ -189,6 +189,40 @@ func TestFairnessNoisyTenant(t *testing.T) {
 	})
 }
 
+// With CoDel on, the noisy tenant's own backlog is a standing queue too:
+// its waiters are judged and shed, not left to age until their clients give
+// up, while the well-behaved tenants keep everything.
+func TestCoDelNoisyTenant(t *testing.T) {
+	const service = 10 * time.Millisecond // 4 slots: capacity 400/s
+	synctest.Test(t, func(t *testing.T) {
+		c := newController(t, 4, admission.Options{QueueSize: 100, QueueTimeout: time.Second,
+			CoDelTarget: 5 * time.Millisecond, CoDelInterval: 100 * time.Millisecond})
+		flows := []flowSpec{{name: "noisy", rate: 800, req: admission.Request{Tenant: "noisy"}, service: service}}
+		for _, name := range []string{"a", "b", "c", "d"} {
+			flows = append(flows, flowSpec{name: name, rate: 60, req: admission.Request{Tenant: name}, service: service})
+		}
+		res := simulate(t, c, 10*time.Second, 7, flows...)
+		for _, name := range []string{"a", "b", "c", "d"} {
+			if got := res[name].successRatio(); got < 0.99 {
+				t.Errorf("tenant %s: success ratio %.3f (shed %v), want >= 0.99", name, got, res[name].shed)
+			}
+		}
+		noisy := res["noisy"]
+		if noisy.shed[admission.ReasonCoDel] == 0 {
+			t.Errorf("noisy tenant: got sheds %v, want CoDel sheds of its standing queue", noisy.shed)
+		}
+		// Judged against twice the mean service time (20 ms), from one
+		// dispatch to the next.
+		if got, want := noisy.waitQuantile(0.99), 4*service; got > want {
+			t.Errorf("noisy tenant: p99 queueing delay of its served requests %v, want <= %v", got, want)
+		}
+		// It still gets what the others leave: 400 - 4x60 = 160/s.
+		if got := float64(noisy.served) / 10; got < 140 {
+			t.Errorf("noisy tenant: served %.0f/s, want about the 160/s the others leave", got)
+		}
+	})
+}
+
 // A burst that drains within CoDel's interval is never shed; a standing
 // overload is, until sojourn falls back under target.
 func TestCoDel(t *testing.T) {
