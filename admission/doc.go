@@ -25,7 +25,9 @@
 //     tenants are being served, a 429), when the process is saturated, when
 //     a request cannot finish before its deadline; after waiting, at the
 //     queue timeout; and when the queue stands (CoDel's judgement of
-//     sojourn time: a burst that drains is never punished).
+//     sojourn time, passed on the request it would shed, the oldest of the
+//     heaviest tenant in the lowest class: a burst that drains is never
+//     punished, and a noisy tenant's backlog cannot age unseen).
 //
 // Every waiter leaves the queue exactly once, with one outcome: granted,
 // shed with a Reason, or cancelled (its caller gave up: removed silently,
