@@ -21,6 +21,7 @@ import (
 	"github.com/sluicehq/sluice/internal/demo"
 	"github.com/sluicehq/sluice/internal/proxy"
 	"github.com/sluicehq/sluice/internal/supervisor"
+	"github.com/sluicehq/sluice/internal/wire"
 	"github.com/sluicehq/sluice/limit"
 	"github.com/sluicehq/sluice/server"
 )
@@ -153,7 +154,7 @@ func newService(cfg *config.Config, source string, log *slog.Logger, workerOut i
 	}
 	s := &service{cfg: cfg, log: log}
 	var sig limit.Signal
-	if !frontMode(cfg) {
+	if !wire.FrontMode(cfg) {
 		rt, err := limit.NewRuntime(limit.RuntimeOptions{Logger: log})
 		if err != nil {
 			return nil, err
@@ -161,7 +162,7 @@ func newService(cfg *config.Config, source string, log *slog.Logger, workerOut i
 		s.sat, sig = rt, rt
 	}
 	slots := limit.NewFixed(1)
-	copts, err := controllerOptions(cfg, sig, slots, log)
+	copts, err := wire.ControllerOptions(cfg, sig, slots, log)
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +176,7 @@ func newService(cfg *config.Config, source string, log *slog.Logger, workerOut i
 	var handler http.Handler
 	ready := func() bool { return true }
 	switch {
-	case frontMode(cfg):
+	case wire.FrontMode(cfg):
 		popts, err := proxyOptions(cfg, s.ctrl, slots, cls, base, log)
 		if err != nil {
 			return nil, err

@@ -6,49 +6,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/sluicehq/sluice/admission"
-	"testing"
-
 	"github.com/sluicehq/sluice/internal/config"
-	"github.com/sluicehq/sluice/limit"
 )
-
-func TestControllerOptionsLimits(t *testing.T) {
-	tests := []struct {
-		name      string
-		yaml      string
-		wantLimit int
-		wantQueue int
-	}{
-		{"aimd starts wide open under maxConcurrentRequests", "server: {maxConcurrentRequests: 100}", 100, 100},
-		{"aimd without a static ceiling starts at maxLimit", "server: {maxConcurrentRequests: 0, backpressure: {maxLimit: 500}}", 500, 100},
-		{"gradient starts at 100, not maxLimit", "server: {maxConcurrentRequests: 0, backpressure: {algorithm: gradient}}", 100, 100},
-		{"fixed at initialLimit", "server: {backpressure: {algorithm: fixed, initialLimit: 7}}", 7, 100},
-		{"backpressure off: the static limit, no queue", "server: {maxConcurrentRequests: 20, backpressure: {enabled: false}}", 20, -1},
-		{"backpressure off and no static limit: no limit", "server: {maxConcurrentRequests: 0, backpressure: {enabled: false}}", 1<<30 - 1, -1},
-		{"queueSize 0 in the file is no queue", "server: {backpressure: {queueSize: 0}}", 100, -1},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := config.Parse("test", []byte(tt.yaml))
-			if err != nil {
-				t.Fatal(err)
-			}
-			o, err := controllerOptions(cfg, nil, limit.NewFixed(1), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := o.Limit.Limit(); got != tt.wantLimit {
-				t.Errorf("got initial limit %d, want %d", got, tt.wantLimit)
-			}
-			if o.QueueSize != tt.wantQueue {
-				t.Errorf("got queue size %d, want %d", o.QueueSize, tt.wantQueue)
-			}
-		})
-	}
-}
 
 func TestAccessLog(t *testing.T) {
 	var buf bytes.Buffer

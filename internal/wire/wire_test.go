@@ -1,0 +1,159 @@
+package wire
+
+import (
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/config"
+	"github.com/sluicehq/sluice/limit"
+)
+
+func parse(t *testing.T, yaml string) *config.Config {
+	t.Helper()
+	cfg, err := config.Parse("test", []byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func TestControllerOptionsLimits(t *testing.T) {
+	tests := []struct {
+		name      string
+		yaml      string
+		wantLimit int
+		wantQueue int
+	}{
+		{"aimd starts wide open under maxConcurrentRequests", "server: {maxConcurrentRequests: 100}", 100, 100},
+		{"aimd without a static ceiling starts at maxLimit", "server: {maxConcurrentRequests: 0, backpressure: {maxLimit: 500}}", 500, 100},
+		{"gradient starts at 100, not maxLimit", "server: {maxConcurrentRequests: 0, backpressure: {algorithm: gradient}}", 100, 100},
+		{"gradient under a lower ceiling starts at the ceiling", "server: {maxConcurrentRequests: 40, backpressure: {algorithm: gradient}}", 40, 100},
+		{"fixed at initialLimit", "server: {backpressure: {algorithm: fixed, initialLimit: 7}}", 7, 100},
+		{"fixed never above the ceiling", "server: {maxConcurrentRequests: 20, backpressure: {algorithm: fixed, initialLimit: 50}}", 20, 100},
+		{"backpressure off: the static limit, no queue", "server: {maxConcurrentRequests: 20, backpressure: {enabled: false}}", 20, -1},
+		{"backpressure off and no static limit: no limit", "server: {maxConcurrentRequests: 0, backpressure: {enabled: false}}", 1<<30 - 1, -1},
+		{"queueSize 0 in the file is no queue", "server: {backpressure: {queueSize: 0}}", 100, -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o, err := ControllerOptions(parse(t, tt.yaml), nil, limit.NewFixed(1), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := o.Limit.Limit(); got != tt.wantLimit {
+				t.Errorf("got initial limit %d, want %d", got, tt.wantLimit)
+			}
+			if o.QueueSize != tt.wantQueue {
+				t.Errorf("got queue size %d, want %d", o.QueueSize, tt.wantQueue)
+			}
+		})
+	}
+}
+
+func TestControllerOptionsAlgorithms(t *testing.T) {
+	sig := limit.SignalFunc(func() float64 { return 0 })
+	for _, tt := range []struct {
+		algorithm string
+		check     func(limit.Algorithm) bool
+	}{
+		{config.AlgorithmAIMD, func(l limit.Algorithm) bool { _, ok := l.(*limit.AIMD); return ok }},
+		{config.AlgorithmGradient, func(l limit.Algorithm) bool { _, ok := l.(*limit.Gradient); return ok }},
+		{config.AlgorithmFixed, func(l limit.Algorithm) bool { _, ok := l.(*limit.Fixed); return ok }},
+	} {
+		t.Run(tt.algorithm, func(t *testing.T) {
+			o, err := ControllerOptions(parse(t, "server: {backpressure: {algorithm: "+tt.algorithm+"}}"), sig, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tt.check(o.Limit) {
+				t.Errorf("got limit %T for %s", o.Limit, tt.algorithm)
+			}
+			if o.Signal == nil {
+				t.Error("library mode: got no saturation signal, want the one passed")
+			}
+		})
+	}
+}
+
+func TestControllerOptionsFrontMode(t *testing.T) {
+	slots := limit.NewFixed(3)
+	for _, tt := range []struct {
+		name      string
+		yaml      string
+		wantQueue int
+	}{
+		{"upstreams", "upstreams: {servers: [127.0.0.1:8080]}", 100},
+		{"workers", "workers: {command: [node, worker.js]}", 100},
+		{"backpressure off: no queue", "upstreams: {servers: [127.0.0.1:8080]}\nserver: {backpressure: {enabled: false}}", -1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := parse(t, tt.yaml)
+			if !FrontMode(cfg) {
+				t.Fatal("FrontMode: got false, want true")
+			}
+			o, err := ControllerOptions(cfg, limit.SignalFunc(func() float64 { return 0 }), slots, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.Limit != slots {
+				t.Errorf("got limit %T %v, want the worker slots", o.Limit, o.Limit)
+			}
+			if o.Signal != nil {
+				t.Error("front mode: got a saturation signal, want none (the workers are not this process)")
+			}
+			if o.QueueSize != tt.wantQueue {
+				t.Errorf("got queue size %d, want %d", o.QueueSize, tt.wantQueue)
+			}
+		})
+	}
+	if FrontMode(config.Default()) {
+		t.Error("FrontMode of the defaults: got true, want library mode")
+	}
+}
+
+func TestControllerOptionsMapsTheFile(t *testing.T) {
+	cfg := parse(t, `server:
+  backpressure: {queueSize: 30, queueTimeout: 0, saturationMax: 0.9, sampleWindow: 2s, smoothingFactor: 0.5}
+overload:
+  priorityMinShare: 0.1
+  adaptiveLifo: true
+  codel: {enabled: true, target: 7ms, interval: 70ms}
+tenants:
+  key: header:X-Tenant
+  maxQueuedPerTenant: 12
+  weights: {acme: 2.5}
+`)
+	o, err := ControllerOptions(cfg, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.QueueSize != 30 || o.QueueTimeout != -1 {
+		t.Errorf("got queue %d / %v, want 30 / -1 (the file's 0 is no timeout)", o.QueueSize, o.QueueTimeout)
+	}
+	if o.MaxSaturation != 0.9 || o.SampleWindow != 2*time.Second || o.SmoothingFactor != 0.5 || o.MinShare != 0.1 {
+		t.Errorf("got saturation %v window %v smoothing %v share %v", o.MaxSaturation, o.SampleWindow, o.SmoothingFactor, o.MinShare)
+	}
+	if !o.AdaptiveLIFO || o.MaxQueuedPerTenant != 12 {
+		t.Errorf("got adaptive LIFO %v, max queued per tenant %d, want true, 12", o.AdaptiveLIFO, o.MaxQueuedPerTenant)
+	}
+	if o.CoDelTarget != 7*time.Millisecond || o.CoDelInterval != 70*time.Millisecond {
+		t.Errorf("got CoDel %v / %v, want 7ms / 70ms", o.CoDelTarget, o.CoDelInterval)
+	}
+	if o.TenantWeight == nil {
+		t.Fatal("got no tenant weights")
+	}
+	if got := o.TenantWeight("acme"); got != 2.5 {
+		t.Errorf("weight of acme: got %v, want 2.5", got)
+	}
+	if got := o.TenantWeight("other"); got != 0 {
+		t.Errorf("weight of an unlisted tenant: got %v, want 0 (the controller's default)", got)
+	}
+
+	off := parse(t, "overload: {codel: {enabled: false}}")
+	if o, err = ControllerOptions(off, nil, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if o.CoDelTarget != 0 || o.CoDelInterval != 0 || o.TenantWeight != nil {
+		t.Errorf("CoDel off, no weights: got CoDel %v / %v, weights set %v", o.CoDelTarget, o.CoDelInterval, o.TenantWeight != nil)
+	}
+}
