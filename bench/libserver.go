@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"github.com/sluicehq/sluice/admission"
 	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/internal/demo"
+	"github.com/sluicehq/sluice/internal/wire"
 	"github.com/sluicehq/sluice/limit"
 )
 
@@ -20,44 +22,31 @@ import (
 // cores, as a Go service on this machine would have.
 const LibProcs = 2
 
-// LibAdmissionOptions returns the admission options the library-face
-// server uses: sluice's built-in defaults (config.Default, as `sluice
-// serve` maps them in library mode), not values tuned for this suite. The
-// AIMD limit starts wide open at the ceiling maxConcurrentRequests and
-// backs off while the process's saturation signal sig is at or above
-// saturationMax; up to queueSize requests wait up to queueTimeout, with
-// CoDel dropping from a standing queue.
-func LibAdmissionOptions(sig limit.Signal, log *slog.Logger) (admission.Options, error) {
-	cfg := config.Default()
-	bp := cfg.Server.Backpressure
-	ceiling := bp.MaxLimit
-	if m := cfg.Server.MaxConcurrentRequests; m > 0 && m < ceiling {
-		ceiling = m
+// LibConfig returns the configuration of the library-face server behind
+// admission: sluice's built-in defaults (config.Default), not values tuned
+// for this suite, with the one change server.backpressure.algorithm:
+// algorithm, validated as a file's would be. "" keeps the default (aimd).
+func LibConfig(algorithm string) (*config.Config, error) {
+	if algorithm == "" {
+		return config.Default(), nil
 	}
-	a, err := limit.NewAIMD(limit.AIMDOptions{
-		Initial:       min(bp.StartLimit(), ceiling),
-		Min:           min(bp.MinLimit, ceiling),
-		Max:           ceiling,
-		MaxSaturation: bp.SaturationMax,
-	})
+	return config.Parse("-algorithm", fmt.Appendf(nil, "server: {backpressure: {algorithm: %q}}", algorithm))
+}
+
+// LibAdmissionOptions returns the admission options the library-face
+// server uses: LibConfig(algorithm) mapped as `sluice serve` maps it in
+// library mode (wire.ControllerOptions), over the process's saturation
+// signal sig. With the default algorithm the AIMD limit starts wide open
+// at the ceiling maxConcurrentRequests and backs off while sig is at or
+// above saturationMax; with gradient it starts at 100 and follows latency.
+// Up to queueSize requests wait up to queueTimeout, with CoDel dropping
+// from a standing queue.
+func LibAdmissionOptions(algorithm string, sig limit.Signal, log *slog.Logger) (admission.Options, error) {
+	cfg, err := LibConfig(algorithm)
 	if err != nil {
 		return admission.Options{}, err
 	}
-	o := admission.Options{
-		Limit:           a,
-		QueueSize:       bp.QueueSize,
-		QueueTimeout:    bp.QueueTimeout,
-		Signal:          sig,
-		MaxSaturation:   bp.SaturationMax,
-		SampleWindow:    bp.SampleWindow,
-		SmoothingFactor: bp.SmoothingFactor,
-		MinShare:        cfg.Overload.PriorityMinShare,
-		Logger:          log,
-	}
-	if cd := cfg.Overload.CoDel; cd.Enabled {
-		o.CoDelTarget, o.CoDelInterval = cd.Target, cd.Interval
-	}
-	return o, nil
+	return wire.ControllerOptions(cfg, sig, nil, log)
 }
 
 // LibHandler returns the library-face server's routes: the demo app at /
@@ -77,10 +66,10 @@ func LibHandler(app *demo.App, ctrl *admission.Controller) http.Handler {
 
 // ServeLib runs a library-face server on ln until ctx is done: the demo app
 // in-process with work calibrated at unitsPerMs, plain or (withAdmission)
-// behind sluice's admission middleware configured by LibAdmissionOptions
-// with the process's runtime saturation signal. The caller sets
-// GOMAXPROCS.
-func ServeLib(ctx context.Context, ln net.Listener, unitsPerMs float64, withAdmission bool, log *slog.Logger) error {
+// behind sluice's admission middleware configured by
+// LibAdmissionOptions(algorithm) with the process's runtime saturation
+// signal. The caller sets GOMAXPROCS.
+func ServeLib(ctx context.Context, ln net.Listener, unitsPerMs float64, withAdmission bool, algorithm string, log *slog.Logger) error {
 	app := &demo.App{Work: demo.NewWork(unitsPerMs), Name: "library face"}
 	var ctrl *admission.Controller
 	var wg sync.WaitGroup
@@ -96,7 +85,7 @@ func ServeLib(ctx context.Context, ln net.Listener, unitsPerMs float64, withAdmi
 		}
 		// The same sampling period as `sluice serve` in library mode.
 		wg.Go(func() { rt.Run(bg, 100*time.Millisecond) })
-		o, err := LibAdmissionOptions(rt, log)
+		o, err := LibAdmissionOptions(algorithm, rt, log)
 		if err != nil {
 			return err
 		}

@@ -20,7 +20,7 @@ import (
 func itoa(n int) string { return strconv.Itoa(n) }
 
 func TestLibAdmissionOptionsAreTheDefaults(t *testing.T) {
-	o, err := LibAdmissionOptions(limit.SignalFunc(func() float64 { return 0 }), nil)
+	o, err := LibAdmissionOptions("", limit.SignalFunc(func() float64 { return 0 }), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,6 +44,24 @@ func TestLibAdmissionOptionsAreTheDefaults(t *testing.T) {
 	}
 	if got, want := o.Limit.Limit(), min(bp.MaxLimit, def.Server.MaxConcurrentRequests); got != want {
 		t.Errorf("got initial limit %d, want %d", got, want)
+	}
+}
+
+func TestLibAdmissionOptionsGradient(t *testing.T) {
+	o, err := LibAdmissionOptions(config.AlgorithmGradient, limit.SignalFunc(func() float64 { return 0 }), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := o.Limit.(*limit.Gradient); !ok {
+		t.Fatalf("got limit %T, want *limit.Gradient", o.Limit)
+	}
+	// Everything else is the defaults, as with aimd.
+	def := config.Default()
+	if o.QueueSize != def.Server.Backpressure.QueueSize || o.CoDelTarget != def.Overload.CoDel.Target || o.Signal == nil {
+		t.Errorf("got queue %d, CoDel %v, signal %v, want the defaults and the signal passed", o.QueueSize, o.CoDelTarget, o.Signal != nil)
+	}
+	if _, err := LibAdmissionOptions("vegas", nil, nil); err == nil {
+		t.Error("an unknown algorithm: got nil error")
 	}
 }
 
@@ -100,25 +118,28 @@ func TestLibHandlerWithAdmissionShedsOverTheLimit(t *testing.T) {
 }
 
 func TestServeLibStopsWithItsContext(t *testing.T) {
-	for _, withAdmission := range []bool{false, true} {
+	for _, tt := range []struct {
+		withAdmission bool
+		algorithm     string
+	}{{false, ""}, {true, ""}, {true, config.AlgorithmGradient}} {
 		ln, err := ListenLoopback("127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
-		go func() { done <- ServeLib(ctx, ln, 1000, withAdmission, nil) }()
+		go func() { done <- ServeLib(ctx, ln, 1000, tt.withAdmission, tt.algorithm, nil) }()
 		url := "http://" + ln.Addr().String()
 		if err := WaitHTTP(ctx, url+demo.ReadyPath); err != nil {
 			t.Fatal(err)
 		}
 		status, err := get(ctx, newClient(5*time.Second), url+"/?cpu=1", io.Discard)
 		if err != nil || status != http.StatusOK {
-			t.Errorf("admission %v: got %d, %v, want 200", withAdmission, status, err)
+			t.Errorf("admission %v %q: got %d, %v, want 200", tt.withAdmission, tt.algorithm, status, err)
 		}
 		cancel()
 		if err := <-done; err != nil {
-			t.Errorf("admission %v: got %v, want a clean stop", withAdmission, err)
+			t.Errorf("admission %v %q: got %v, want a clean stop", tt.withAdmission, tt.algorithm, err)
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/internal/demo"
 	"github.com/sluicehq/sluice/internal/loadgen"
 )
@@ -26,6 +27,10 @@ const (
 	SetupNginxHA500ms = "nginx-haproxy-500ms" // nginx -> HAProxy, timeout queue 500ms
 	SetupLibPlain     = "lib-plain"           // net/http + the demo app, GOMAXPROCS 2
 	SetupLibSluice    = "lib-sluice"          // the same behind sluice's admission middleware
+	// SetupLibSluiceGradient is lib-sluice with the one change
+	// server.backpressure.algorithm: gradient, the README's advice for
+	// CPU-bound handlers.
+	SetupLibSluiceGradient = "lib-sluice-gradient"
 
 	// SetupSluiceNoCoDel is a diagnostic, not run unless asked for: sluice
 	// with the one change overload.codel.enabled: false, to show what
@@ -36,17 +41,19 @@ const (
 // AllSetups lists the setups the suite runs by default, in the order
 // tables show them.
 func AllSetups() []string {
-	return []string{SetupSluice, SetupRoundRobin, SetupNginxHA1s, SetupNginxHA500ms, SetupLibPlain, SetupLibSluice}
+	return []string{SetupSluice, SetupRoundRobin, SetupNginxHA1s, SetupNginxHA500ms, SetupLibPlain, SetupLibSluice, SetupLibSluiceGradient}
 }
 
 // KnownSetups lists every setup, diagnostics included, in table order.
 func KnownSetups() []string {
-	return []string{SetupSluice, SetupSluiceNoCoDel, SetupRoundRobin, SetupNginxHA1s, SetupNginxHA500ms, SetupLibPlain, SetupLibSluice}
+	return []string{SetupSluice, SetupSluiceNoCoDel, SetupRoundRobin, SetupNginxHA1s, SetupNginxHA500ms, SetupLibPlain, SetupLibSluice, SetupLibSluiceGradient}
 }
 
 // isLib reports whether setup is a library-face server (its own process
 // renders, in-process, instead of the workers).
-func isLib(setup string) bool { return setup == SetupLibPlain || setup == SetupLibSluice }
+func isLib(setup string) bool {
+	return setup == SetupLibPlain || setup == SetupLibSluice || setup == SetupLibSluiceGradient
+}
 
 // Options configure a Suite. Zero fields take the defaults named.
 type Options struct {
@@ -227,7 +234,7 @@ func NewSuite(ctx context.Context, o Options) (_ *Suite, err error) {
 			t.front, err = StartNginxHAProxy(ctx, name, o.NginxBin, o.HAProxyBin, s.workers.Addrs, time.Second, dir)
 		case SetupNginxHA500ms:
 			t.front, err = StartNginxHAProxy(ctx, name, o.NginxBin, o.HAProxyBin, s.workers.Addrs, 500*time.Millisecond, dir)
-		case SetupLibPlain, SetupLibSluice:
+		case SetupLibPlain, SetupLibSluice, SetupLibSluiceGradient:
 			t.pool, err = s.startLib(ctx, name)
 			if err == nil {
 				t.front = &Front{Name: name, URL: "http://" + t.pool.Addrs[0] + "/"}
@@ -250,7 +257,7 @@ func NewSuite(ctx context.Context, o Options) (_ *Suite, err error) {
 		}
 		l10, l20 := Median(s.env.Capacity.Lib10), Median(s.env.Capacity.Lib20)
 		s.log.Info("capacity of the library-face server", "cpu10", l10, "cpu20", l20)
-		for _, name := range []string{SetupLibPlain, SetupLibSluice} {
+		for _, name := range []string{SetupLibPlain, SetupLibSluice, SetupLibSluiceGradient} {
 			if t := s.targets[name]; t != nil {
 				t.cap10, t.cap20 = l10, l20
 			}
@@ -303,8 +310,11 @@ func (s *Suite) startLib(ctx context.Context, name string) (*Pool, error) {
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	args := []string{self, "lib-server", "-listen", addr, "-units", strconv.FormatFloat(s.o.UnitsPerMs, 'f', -1, 64)}
-	if name == SetupLibSluice {
+	switch name {
+	case SetupLibSluice:
 		args = append(args, "-admission")
+	case SetupLibSluiceGradient:
+		args = append(args, "-admission", "-algorithm", config.AlgorithmGradient)
 	}
 	p, err := StartPool(ctx, name, addr, s.o.WorkDir, []string{"GOMAXPROCS=" + strconv.Itoa(LibProcs)}, demo.ReadyPath, args...)
 	if err != nil {

@@ -10,7 +10,7 @@
 // It also serves as two of the setups, started by the suite itself:
 //
 //	eval rr-proxy -listen 127.0.0.1:P -upstreams 127.0.0.1:A,127.0.0.1:B
-//	eval lib-server -listen 127.0.0.1:P -units U [-admission]
+//	eval lib-server -listen 127.0.0.1:P -units U [-admission [-algorithm aimd|gradient|fixed]]
 package main
 
 import (
@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/bench"
+	"github.com/sluicehq/sluice/internal/config"
 )
 
 func main() {
@@ -207,18 +208,30 @@ func serve(ctx context.Context, addr string, h http.Handler, stderr io.Writer) i
 }
 
 // libServer is the library face: the demo app in-process, plain or behind
-// the admission middleware.
+// the admission middleware with sluice's defaults, the backpressure
+// algorithm aside.
 func libServer(ctx context.Context, args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("eval lib-server", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	listen := fs.String("listen", "", "127.0.0.1:port to listen on")
 	units := fs.Float64("units", 0, "demo work calibration, units per ms")
 	withAdmission := fs.Bool("admission", false, "wrap the app in sluice's admission middleware")
+	algorithm := fs.String("algorithm", config.Default().Server.Backpressure.Algorithm, "with -admission: server.backpressure.algorithm, aimd, gradient or fixed (everything else the defaults)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	if *units <= 0 {
 		fmt.Fprintln(stderr, "eval lib-server: -units must be positive")
+		return 2
+	}
+	algorithmSet := false
+	fs.Visit(func(f *flag.Flag) { algorithmSet = algorithmSet || f.Name == "algorithm" })
+	if algorithmSet && !*withAdmission {
+		fmt.Fprintln(stderr, "eval lib-server: -algorithm needs -admission")
+		return 2
+	}
+	if _, err := bench.LibConfig(*algorithm); err != nil {
+		fmt.Fprintln(stderr, "eval lib-server:", err)
 		return 2
 	}
 	ln, err := bench.ListenLoopback(*listen)
@@ -227,7 +240,7 @@ func libServer(ctx context.Context, args []string, stderr io.Writer) int {
 		return 1
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	if err := bench.ServeLib(ctx, ln, *units, *withAdmission, log); err != nil {
+	if err := bench.ServeLib(ctx, ln, *units, *withAdmission, *algorithm, log); err != nil {
 		fmt.Fprintln(stderr, "eval lib-server:", err)
 		return 1
 	}
