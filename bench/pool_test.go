@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -108,14 +109,6 @@ func TestPoolStatsErrors(t *testing.T) {
 }
 
 func TestCapacityCountsOnlySuccesses(t *testing.T) {
-	var mu sync.Mutex
-	served := 0
-	ok := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		served++
-		mu.Unlock()
-	}))
-	t.Cleanup(ok.Close)
 	bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}))
@@ -123,15 +116,17 @@ func TestCapacityCountsOnlySuccesses(t *testing.T) {
 
 	for _, newConns := range []bool{false, true} {
 		t.Run(fmt.Sprintf("newConns=%v", newConns), func(t *testing.T) {
+			// A server of its own: requests cut at the end of one
+			// measurement must not be served into the count of the next.
+			var served atomic.Int64
+			ok := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { served.Add(1) }))
 			const clients = 2
 			r, err := Capacity(context.Background(), []string{ok.URL}, clients, 200*time.Millisecond, newConns)
 			if err != nil {
 				t.Fatal(err)
 			}
-			mu.Lock()
-			n := int64(served)
-			served = 0
-			mu.Unlock()
+			ok.Close() // waits for the handlers still running
+			n := served.Load()
 			// Every request served was counted, as a success or (a
 			// connection error after the handler ran) an error, except
 			// those cut by the end of the measurement: one per client.
