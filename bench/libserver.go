@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -24,25 +25,27 @@ const LibProcs = 2
 
 // LibConfig returns the configuration of the library-face server behind
 // admission: sluice's built-in defaults (config.Default), not values tuned
-// for this suite, with the one change server.backpressure.algorithm:
-// algorithm, validated as a file's would be. "" keeps the default (aimd).
-func LibConfig(algorithm string) (*config.Config, error) {
-	if algorithm == "" {
+// for this suite, with at most two changes, validated as a file's would
+// be: server.backpressure.algorithm ("" keeps the default, aimd) and
+// server.backpressure.initialLimit (0 keeps the default).
+func LibConfig(algorithm string, initialLimit int) (*config.Config, error) {
+	if algorithm == "" && initialLimit == 0 {
 		return config.Default(), nil
 	}
-	return config.Parse("-algorithm", fmt.Appendf(nil, "server: {backpressure: {algorithm: %q}}", algorithm))
+	algorithm = cmp.Or(algorithm, config.Default().Server.Backpressure.Algorithm)
+	return config.Parse("-algorithm", fmt.Appendf(nil, "server: {backpressure: {algorithm: %q, initialLimit: %d}}", algorithm, initialLimit))
 }
 
 // LibAdmissionOptions returns the admission options the library-face
-// server uses: LibConfig(algorithm) mapped as `sluice serve` maps it in
+// server uses: LibConfig(algorithm, initialLimit) mapped as `sluice serve` maps it in
 // library mode (wire.ControllerOptions), over the process's saturation
 // signal sig. With the default algorithm the AIMD limit starts wide open
 // at the ceiling maxConcurrentRequests and backs off while sig is at or
 // above saturationMax; with gradient it starts at 100 and follows latency.
 // Up to queueSize requests wait up to queueTimeout, with CoDel dropping
 // from a standing queue.
-func LibAdmissionOptions(algorithm string, sig limit.Signal, log *slog.Logger) (admission.Options, error) {
-	cfg, err := LibConfig(algorithm)
+func LibAdmissionOptions(algorithm string, initialLimit int, sig limit.Signal, log *slog.Logger) (admission.Options, error) {
+	cfg, err := LibConfig(algorithm, initialLimit)
 	if err != nil {
 		return admission.Options{}, err
 	}
@@ -67,9 +70,9 @@ func LibHandler(app *demo.App, ctrl *admission.Controller) http.Handler {
 // ServeLib runs a library-face server on ln until ctx is done: the demo app
 // in-process with work calibrated at unitsPerMs, plain or (withAdmission)
 // behind sluice's admission middleware configured by
-// LibAdmissionOptions(algorithm) with the process's runtime saturation
+// LibAdmissionOptions(algorithm, initialLimit) with the process's runtime saturation
 // signal. The caller sets GOMAXPROCS.
-func ServeLib(ctx context.Context, ln net.Listener, unitsPerMs float64, withAdmission bool, algorithm string, log *slog.Logger) error {
+func ServeLib(ctx context.Context, ln net.Listener, unitsPerMs float64, withAdmission bool, algorithm string, initialLimit int, log *slog.Logger) error {
 	app := &demo.App{Work: demo.NewWork(unitsPerMs), Name: "library face"}
 	var ctrl *admission.Controller
 	var wg sync.WaitGroup
@@ -85,7 +88,7 @@ func ServeLib(ctx context.Context, ln net.Listener, unitsPerMs float64, withAdmi
 		}
 		// The same sampling period as `sluice serve` in library mode.
 		wg.Go(func() { rt.Run(bg, 100*time.Millisecond) })
-		o, err := LibAdmissionOptions(algorithm, rt, log)
+		o, err := LibAdmissionOptions(algorithm, initialLimit, rt, log)
 		if err != nil {
 			return err
 		}

@@ -20,7 +20,7 @@ import (
 func itoa(n int) string { return strconv.Itoa(n) }
 
 func TestLibAdmissionOptionsAreTheDefaults(t *testing.T) {
-	o, err := LibAdmissionOptions("", limit.SignalFunc(func() float64 { return 0 }), nil)
+	o, err := LibAdmissionOptions("", 0, limit.SignalFunc(func() float64 { return 0 }), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestLibAdmissionOptionsAreTheDefaults(t *testing.T) {
 }
 
 func TestLibAdmissionOptionsGradient(t *testing.T) {
-	o, err := LibAdmissionOptions(config.AlgorithmGradient, limit.SignalFunc(func() float64 { return 0 }), nil)
+	o, err := LibAdmissionOptions(config.AlgorithmGradient, 0, limit.SignalFunc(func() float64 { return 0 }), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,8 +60,26 @@ func TestLibAdmissionOptionsGradient(t *testing.T) {
 	if o.QueueSize != def.Server.Backpressure.QueueSize || o.CoDelTarget != def.Overload.CoDel.Target || o.Signal == nil {
 		t.Errorf("got queue %d, CoDel %v, signal %v, want the defaults and the signal passed", o.QueueSize, o.CoDelTarget, o.Signal != nil)
 	}
-	if _, err := LibAdmissionOptions("vegas", nil, nil); err == nil {
+	if _, err := LibAdmissionOptions("vegas", 0, nil, nil); err == nil {
 		t.Error("an unknown algorithm: got nil error")
+	}
+}
+
+// lib-sluice-fixed: a fixed limit of GOMAXPROCS, the README's advice for
+// CPU-bound handlers; everything else the defaults.
+func TestLibAdmissionOptionsFixed(t *testing.T) {
+	o, err := LibAdmissionOptions(config.AlgorithmFixed, LibProcs, limit.SignalFunc(func() float64 { return 0 }), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := o.Limit.(*limit.Fixed); !ok || o.Limit.Limit() != LibProcs {
+		t.Fatalf("got limit %T at %d, want *limit.Fixed at %d", o.Limit, o.Limit.Limit(), LibProcs)
+	}
+	if def := config.Default(); o.QueueSize != def.Server.Backpressure.QueueSize || o.CoDelTarget != def.Overload.CoDel.Target {
+		t.Errorf("got queue %d, CoDel %v, want the defaults", o.QueueSize, o.CoDelTarget)
+	}
+	if _, err := LibAdmissionOptions("", -1, nil, nil); err == nil {
+		t.Error("a negative initial limit: got nil error")
 	}
 }
 
@@ -121,14 +139,15 @@ func TestServeLibStopsWithItsContext(t *testing.T) {
 	for _, tt := range []struct {
 		withAdmission bool
 		algorithm     string
-	}{{false, ""}, {true, ""}, {true, config.AlgorithmGradient}} {
+		initialLimit  int
+	}{{false, "", 0}, {true, "", 0}, {true, config.AlgorithmGradient, 0}, {true, config.AlgorithmFixed, LibProcs}} {
 		ln, err := ListenLoopback("127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
-		go func() { done <- ServeLib(ctx, ln, 1000, tt.withAdmission, tt.algorithm, nil) }()
+		go func() { done <- ServeLib(ctx, ln, 1000, tt.withAdmission, tt.algorithm, tt.initialLimit, nil) }()
 		url := "http://" + ln.Addr().String()
 		if err := WaitHTTP(ctx, url+demo.ReadyPath); err != nil {
 			t.Fatal(err)

@@ -31,6 +31,10 @@ const (
 	// server.backpressure.algorithm: gradient, the README's advice for
 	// CPU-bound handlers.
 	SetupLibSluiceGradient = "lib-sluice-gradient"
+	// SetupLibSluiceFixed is lib-sluice with a fixed limit of GOMAXPROCS
+	// (algorithm: fixed, initialLimit: LibProcs): one CPU-bound render per
+	// P, the README's advice for CPU-bound handlers.
+	SetupLibSluiceFixed = "lib-sluice-fixed"
 
 	// SetupSluiceNoCoDel is a diagnostic, not run unless asked for: sluice
 	// with the one change overload.codel.enabled: false, to show what
@@ -41,18 +45,18 @@ const (
 // AllSetups lists the setups the suite runs by default, in the order
 // tables show them.
 func AllSetups() []string {
-	return []string{SetupSluice, SetupRoundRobin, SetupNginxHA1s, SetupNginxHA500ms, SetupLibPlain, SetupLibSluice, SetupLibSluiceGradient}
+	return []string{SetupSluice, SetupRoundRobin, SetupNginxHA1s, SetupNginxHA500ms, SetupLibPlain, SetupLibSluice, SetupLibSluiceGradient, SetupLibSluiceFixed}
 }
 
 // KnownSetups lists every setup, diagnostics included, in table order.
 func KnownSetups() []string {
-	return []string{SetupSluice, SetupSluiceNoCoDel, SetupRoundRobin, SetupNginxHA1s, SetupNginxHA500ms, SetupLibPlain, SetupLibSluice, SetupLibSluiceGradient}
+	return []string{SetupSluice, SetupSluiceNoCoDel, SetupRoundRobin, SetupNginxHA1s, SetupNginxHA500ms, SetupLibPlain, SetupLibSluice, SetupLibSluiceGradient, SetupLibSluiceFixed}
 }
 
 // isLib reports whether setup is a library-face server (its own process
 // renders, in-process, instead of the workers).
 func isLib(setup string) bool {
-	return setup == SetupLibPlain || setup == SetupLibSluice || setup == SetupLibSluiceGradient
+	return setup == SetupLibPlain || setup == SetupLibSluice || setup == SetupLibSluiceGradient || setup == SetupLibSluiceFixed
 }
 
 // Options configure a Suite. Zero fields take the defaults named.
@@ -234,7 +238,7 @@ func NewSuite(ctx context.Context, o Options) (_ *Suite, err error) {
 			t.front, err = StartNginxHAProxy(ctx, name, o.NginxBin, o.HAProxyBin, s.workers.Addrs, time.Second, dir)
 		case SetupNginxHA500ms:
 			t.front, err = StartNginxHAProxy(ctx, name, o.NginxBin, o.HAProxyBin, s.workers.Addrs, 500*time.Millisecond, dir)
-		case SetupLibPlain, SetupLibSluice, SetupLibSluiceGradient:
+		case SetupLibPlain, SetupLibSluice, SetupLibSluiceGradient, SetupLibSluiceFixed:
 			t.pool, err = s.startLib(ctx, name)
 			if err == nil {
 				t.front = &Front{Name: name, URL: "http://" + t.pool.Addrs[0] + "/"}
@@ -257,7 +261,7 @@ func NewSuite(ctx context.Context, o Options) (_ *Suite, err error) {
 		}
 		l10, l20 := Median(s.env.Capacity.Lib10), Median(s.env.Capacity.Lib20)
 		s.log.Info("capacity of the library-face server", "cpu10", l10, "cpu20", l20)
-		for _, name := range []string{SetupLibPlain, SetupLibSluice, SetupLibSluiceGradient} {
+		for _, name := range []string{SetupLibPlain, SetupLibSluice, SetupLibSluiceGradient, SetupLibSluiceFixed} {
 			if t := s.targets[name]; t != nil {
 				t.cap10, t.cap20 = l10, l20
 			}
@@ -315,6 +319,8 @@ func (s *Suite) startLib(ctx context.Context, name string) (*Pool, error) {
 		args = append(args, "-admission")
 	case SetupLibSluiceGradient:
 		args = append(args, "-admission", "-algorithm", config.AlgorithmGradient)
+	case SetupLibSluiceFixed:
+		args = append(args, "-admission", "-algorithm", config.AlgorithmFixed, "-initial-limit", strconv.Itoa(LibProcs))
 	}
 	p, err := StartPool(ctx, name, addr, s.o.WorkDir, []string{"GOMAXPROCS=" + strconv.Itoa(LibProcs)}, demo.ReadyPath, args...)
 	if err != nil {

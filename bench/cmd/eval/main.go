@@ -217,6 +217,7 @@ func libServer(ctx context.Context, args []string, stderr io.Writer) int {
 	units := fs.Float64("units", 0, "demo work calibration, units per ms")
 	withAdmission := fs.Bool("admission", false, "wrap the app in sluice's admission middleware")
 	algorithm := fs.String("algorithm", config.Default().Server.Backpressure.Algorithm, "with -admission: server.backpressure.algorithm, aimd, gradient or fixed (everything else the defaults)")
+	initialLimit := fs.Int("initial-limit", 0, "with -admission: server.backpressure.initialLimit (0: the default)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -225,12 +226,12 @@ func libServer(ctx context.Context, args []string, stderr io.Writer) int {
 		return 2
 	}
 	algorithmSet := false
-	fs.Visit(func(f *flag.Flag) { algorithmSet = algorithmSet || f.Name == "algorithm" })
+	fs.Visit(func(f *flag.Flag) { algorithmSet = algorithmSet || f.Name == "algorithm" || f.Name == "initial-limit" })
 	if algorithmSet && !*withAdmission {
-		fmt.Fprintln(stderr, "eval lib-server: -algorithm needs -admission")
+		fmt.Fprintln(stderr, "eval lib-server: -algorithm and -initial-limit need -admission")
 		return 2
 	}
-	if _, err := bench.LibConfig(*algorithm); err != nil {
+	if _, err := bench.LibConfig(*algorithm, *initialLimit); err != nil {
 		fmt.Fprintln(stderr, "eval lib-server:", err)
 		return 2
 	}
@@ -240,7 +241,7 @@ func libServer(ctx context.Context, args []string, stderr io.Writer) int {
 		return 1
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	if err := bench.ServeLib(ctx, ln, *units, *withAdmission, *algorithm, log); err != nil {
+	if err := bench.ServeLib(ctx, ln, *units, *withAdmission, *algorithm, *initialLimit, log); err != nil {
 		fmt.Fprintln(stderr, "eval lib-server:", err)
 		return 1
 	}

@@ -21,6 +21,8 @@ func TestRunExitCodes(t *testing.T) {
 		{"lib-server on a public address", []string{"lib-server", "-listen", "0.0.0.0:0", "-units", "1"}, 1},
 		{"lib-server with an unknown algorithm", []string{"lib-server", "-listen", "127.0.0.1:0", "-units", "1", "-admission", "-algorithm", "vegas"}, 2},
 		{"lib-server with an algorithm but no admission", []string{"lib-server", "-listen", "127.0.0.1:0", "-units", "1", "-algorithm", "gradient"}, 2},
+		{"lib-server with an initial limit but no admission", []string{"lib-server", "-listen", "127.0.0.1:0", "-units", "1", "-initial-limit", "2"}, 2},
+		{"lib-server with a negative initial limit", []string{"lib-server", "-listen", "127.0.0.1:0", "-units", "1", "-admission", "-initial-limit", "-1"}, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
