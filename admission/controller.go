@@ -96,10 +96,15 @@ type Options struct {
 	// a class (ReasonTenant above it). Zero means no cap beyond fairness.
 	MaxQueuedPerTenant int
 
-	// CoDelTarget enables sojourn-time shedding (ReasonCoDel): once the
-	// sojourn of dequeued requests has stayed at or above it for a whole
-	// CoDelInterval, requests are dropped at an increasing rate until it
-	// falls back under. Zero disables CoDel. 004 uses 5 ms.
+	// CoDelTarget enables sojourn-time shedding: at each dispatch the
+	// request the queue would shed (the oldest of the heaviest tenant in
+	// the lowest waiting class) is judged; once such sojourns have stayed
+	// at or above the target (or twice the mean service time, if larger)
+	// for a whole CoDelInterval, the queue stands, and until it empties
+	// every such request that waited that long is shed: ReasonTenant (429)
+	// when other tenants of its class wait or were just served, since its
+	// tenant's backlog is what stands, else ReasonCoDel. Zero disables
+	// CoDel. 004 uses 5 ms.
 	CoDelTarget time.Duration
 
 	// CoDelInterval is CoDel's window. Zero means 100 ms.
@@ -484,7 +489,7 @@ func (c *Controller) dispatchLocked() {
 			victim := c.q.dropCandidate()
 			service := time.Duration(math.Float64frombits(c.latency.Load()))
 			if c.codel.shouldDrop(now, now.Sub(victim.enqueued), service, c.q.len()) {
-				c.finishLocked(victim, c.shed(ReasonCoDel))
+				c.finishLocked(victim, c.shed(c.q.dropReason(victim)))
 				continue
 			}
 			c.q.lifo = c.lifo && c.codel.standing()

@@ -289,6 +289,17 @@ func (q *fairQueue) dropCandidate() *waiter {
 	return nil
 }
 
+// dropReason is why sojourn shedding drops w, a dropCandidate: its
+// tenant's backlog is over its fair share (ReasonTenant, a 429) when other
+// tenants of its class wait or were just served, as at a full queue;
+// otherwise the server as a whole is overloaded (ReasonCoDel, a 503).
+func (q *fairQueue) dropReason(w *waiter) Reason {
+	if q.othersServed(&q.classes[w.class], w.req.Tenant) {
+		return ReasonTenant
+	}
+	return ReasonCoDel
+}
+
 // tenants returns the number of flows tracked, for tests of the bound.
 func (q *fairQueue) tenants() int {
 	n := 0
