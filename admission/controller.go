@@ -34,6 +34,14 @@ const (
 func inflightOf(s uint64) int64 { return int64(s & fieldMask) }
 func limitOf(s uint64) int64    { return int64(s >> fieldBits & fieldMask) }
 
+// fitsAfter reports whether cost slots, already added to s, fit: the
+// in-flight count they make is within the limit, or they are alone (as in
+// fits).
+func fitsAfter(s uint64, cost int64) bool {
+	in, lim := inflightOf(s), limitOf(s)
+	return in <= lim || in == cost
+}
+
 // fits reports whether cost more slots may be taken in state s. A request
 // dearer than the whole limit is admitted only when nothing else runs, so it
 // is slow but never starved.
@@ -125,6 +133,11 @@ type Options struct {
 // goroutine (the sample-window loop). A process may run several.
 type Controller struct {
 	state atomic.Uint64
+	_     [56]byte
+	// fastAdmitted counts the fast path's admissions, striped: one
+	// shared counter would be a second cache line every core fights for.
+	fastAdmitted stripedCounter
+	admitted     atomic.Uint64 // admissions after the slow path
 
 	alg           limit.Algorithm
 	signal        limit.Signal
@@ -134,10 +147,8 @@ type Controller struct {
 	window        time.Duration
 	log           *slog.Logger
 
-	// Counters, on their own cache lines: the fast path touches admitted.
+	// The other counters, off the fast path's line.
 	_         [64]byte
-	admitted  atomic.Uint64
-	_         [56]byte
 	latency   atomic.Uint64 // float64 bits of the EWMA, in nanoseconds
 	peak      atomic.Int64  // highest in-flight seen by Done this window
 	afterWait atomic.Uint64
@@ -307,16 +318,17 @@ func (c *Controller) expected(ci int) time.Duration {
 // slot granted to it at the same instant is handed on, not leaked.
 func (c *Controller) Acquire(ctx context.Context, req Request) (Permit, error) {
 	cost := req.cost()
-	for {
-		s := c.state.Load()
-		if s&slowBit != 0 || !fits(s, cost) {
-			break
-		}
-		if c.state.CompareAndSwap(s, s+uint64(cost)) {
-			c.admitted.Add(1)
-			return Permit{c, cost, int8(req.Priority.classIndex())}, nil
-		}
+	// One atomic add takes the slots optimistically (a load and a
+	// compare-and-swap would cost two cache-line transfers on a contended
+	// word, and retries). If they did not fit, or someone waits, the add is
+	// undone as a release, which hands the slots on if a waiter could use
+	// them: no work is ever admitted over the limit, and a newcomer never
+	// overtakes a waiter.
+	if s := c.state.Add(uint64(cost)); s&slowBit == 0 && fitsAfter(s, cost) {
+		c.fastAdmitted.add()
+		return Permit{c, cost, int8(req.Priority.classIndex())}, nil
 	}
+	c.release(cost)
 	return c.acquireSlow(ctx, req, cost)
 }
 
@@ -498,25 +510,28 @@ func (c *Controller) dispatchLocked() {
 			c.finishLocked(w, c.shed(ReasonDeadline))
 			continue
 		}
-		c.tryAdmitLocked(w.cost)
+		if !c.tryAdmitLocked(w.cost) {
+			// A newcomer's optimistic add holds the slots for an
+			// instant; its undo sees the slow bit and dispatches again.
+			return
+		}
 		c.finishLocked(w, nil)
 	}
 }
 
 // release gives cost slots back: lock-free while nobody waits, otherwise
 // the slots go straight to the queue's next waiter.
+//
+// One atomic add, not a load and a compare-and-swap: on a contended word
+// each is a cache-line transfer between cores. The subtraction lands
+// before the mutex is taken, which is safe: a waiter sets the slow bit
+// under the mutex and then dispatches, so either this add saw the bit and
+// dispatches below, or that dispatch sees the freed slot.
 func (c *Controller) release(cost int64) {
-	for {
-		s := c.state.Load()
-		if s&slowBit != 0 {
-			break
-		}
-		if c.state.CompareAndSwap(s, s-uint64(cost)) {
-			return
-		}
+	if c.state.Add(^uint64(cost-1))&slowBit == 0 { // subtract cost
+		return
 	}
 	c.mu.Lock()
-	c.state.Add(^uint64(cost - 1)) // subtract cost
 	c.dispatchLocked()
 	c.mu.Unlock()
 }
@@ -578,7 +593,7 @@ func (c *Controller) Stats() Stats {
 		Inflight:          int(inflightOf(s)),
 		Saturation:        -1,
 		Latency:           time.Duration(math.Float64frombits(c.latency.Load())),
-		Admitted:          c.admitted.Load(),
+		Admitted:          c.admitted.Load() + c.fastAdmitted.load(),
 		AdmittedAfterWait: c.afterWait.Load(),
 		Cancelled:         c.cancelled.Load(),
 		Shed:              make(map[string]uint64, numReasons),

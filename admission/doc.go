@@ -10,9 +10,12 @@
 //     (fixed, the seed's saturation AIMD, an RTT gradient) and enforced
 //     hard. In-flight work never exceeds the limit in force at admission:
 //     the admission state (in flight, limit, and a "someone waits" bit) is
-//     one atomic word, and the fast path admits with a single
-//     compare-and-swap against it. While a slot is free and nobody waits,
-//     Acquire and Release take no lock and allocate nothing.
+//     one atomic word. The fast path takes its slots with a single atomic
+//     add and keeps them only if the sum it gets back is within the limit
+//     and nobody waits; otherwise it undoes the add as a release would
+//     (handing the slots on if a waiter can use them) and queues. While a
+//     slot is free and nobody waits, Acquire and Release are one atomic add
+//     each, take no lock and allocate nothing.
 //   - Whom to serve next: a bounded queue with direct hand-off (a freed slot
 //     goes to the queue's choice, never back to a pool where a newcomer
 //     could overtake). The queue serves priority classes highest first, with

@@ -6,7 +6,9 @@ import "time"
 type Stats struct {
 	// Limit is the current concurrency limit.
 	Limit int `json:"limit"`
-	// Inflight is the number of slots in use.
+	// Inflight is the number of slots in use. For an instant it may also
+	// count slots a newcomer took optimistically and is giving back
+	// because they did not fit; no work runs in them.
 	Inflight int `json:"inflight"`
 	// Queued is the number of requests waiting for a slot.
 	Queued int `json:"queued"`
