@@ -42,11 +42,13 @@ function pick(rand, list) {
   return list[Math.floor(rand() * list.length)];
 }
 
-// listings returns the data of one page of results.
-function listings(page) {
+// listings returns the data of one page of results: PAGE_SIZE cards, or
+// the first size of them (a lighter page, for an async workload whose render
+// is short beside its data fetch).
+function listings(page, size = PAGE_SIZE) {
   const rand = mulberry32(page * 7919 + 17);
   const items = [];
-  for (let i = 0; i < PAGE_SIZE; i++) {
+  for (let i = 0; i < Math.min(size, PAGE_SIZE); i++) {
     const id = (page - 1) * PAGE_SIZE + i + 1;
     const amenities = AMENITIES.filter(() => rand() < 0.4);
     items.push({

@@ -1,7 +1,9 @@
 'use strict';
 // A React server-side-rendering worker, as sluice expects one: a plain
-// node:http server that renders one page at a time, says when it is ready
-// and drains on SIGTERM.
+// node:http handler that renders a page per request, run by sluice-worker
+// (node/sluice-worker in this repository), which listens where sluice says,
+// answers readiness, drains on SIGTERM and tells sluice on every response
+// how busy this process's event loop is (Sluice-Saturation).
 //
 // Environment:
 //   PORT                  listen on 127.0.0.1:PORT (sluice's workers.address: port)
@@ -9,22 +11,32 @@
 //   NODE_ENV              React's build; unset means production (the fast one)
 //   REACT_SSR_HOLD_ADDR   tests only: host:port of a TCP hook; see hold below
 //
-// Routes (every response carries X-Worker-Pid: <process.pid>):
-//   GET  /          the listing page, renderToString (?page=1..50, ?q=text)
+// Routes (every response carries X-Worker-Pid: <process.pid> and
+// Sluice-Saturation: <event-loop utilization, 0.000..1.000>):
+//   GET  /          the listing page, renderToString (?page=1..50, ?q=text,
+//                   ?cards=1..200: a lighter page of the first N cards)
 //   GET  /stream    the same page streamed with renderToPipeableStream, the
 //                   reviews behind a Suspense boundary
-//   GET  /healthz   200 "ok": readiness for sluice's workers.readyPath
+//   GET  /healthz   200 "ok", 503 once draining: readiness for sluice's
+//                   workers.readyPath, answered by sluice-worker
 //   POST /batch     Hypernova's batch API: {token: {name, data}} ->
 //                   {success, error, results: {token: {name, html, ...}}}
+//
+// Async mode: ?io=MS (0..10000, default 0) on GET / and GET /stream makes
+// the request first wait MS milliseconds on a timer, standing for a data
+// fetch, before it renders. The event loop is free meanwhile, so a worker
+// can hold many such requests at once: the workload for which sluice finds
+// a worker's concurrency from its saturation. A wait that outlasts the
+// deadline sluice sent (Sluice-Timeout) ends in 504 without rendering.
 
 // React chooses its development or production build when first required.
 if (!process.env.NODE_ENV) process.env.NODE_ENV = 'production';
 
-const http = require('node:http');
 const net = require('node:net');
-const fs = require('node:fs');
+const { setTimeout: sleep } = require('node:timers/promises');
 const React = require('react');
 const { renderToString, renderToPipeableStream } = require('react-dom/server');
+const sluice = require('sluice-worker');
 const page = require('./page');
 
 const h = React.createElement;
@@ -34,9 +46,9 @@ const MAX_BATCH_BYTES = 1 << 20;
 const STREAM_ABORT_MS = 10_000; // a streamed render that takes longer is cut
 const HOLD_MAX_MS = 30_000; // a held request proceeds after this at the latest
 const FORCE_EXIT_MS = 30_000; // after SIGTERM, exit 1 if requests still run
+const MAX_IO_MS = 10_000;
 
 const pid = String(process.pid);
-let draining = false;
 
 function log(msg) {
   process.stdout.write(`react-ssr[${pid}]: ${msg}\n`);
@@ -51,9 +63,36 @@ function send(res, status, type, body, extra) {
   res.end(body);
 }
 
+// cardCount is ?cards=N, clamped to 1..200 (the full page, the default).
+function cardCount(url) {
+  const n = Number.parseInt(url.searchParams.get('cards') || '200', 10);
+  return Number.isFinite(n) ? Math.min(Math.max(n, 1), 200) : 200;
+}
+
 function pageNumber(url) {
   const n = Number.parseInt(url.searchParams.get('page') || '1', 10);
   return Number.isFinite(n) ? Math.min(Math.max(n, 1), MAX_PAGE) : 1;
+}
+
+// ioMillis is ?io=MS, clamped to 0..MAX_IO_MS; anything else is 0.
+function ioMillis(url) {
+  const n = Number.parseInt(url.searchParams.get('io') || '0', 10);
+  return Number.isFinite(n) ? Math.min(Math.max(n, 0), MAX_IO_MS) : 0;
+}
+
+// io waits ?io=MS on a timer, as a page would for its data. It resolves
+// false if sluice's deadline for the request passed first (or sluice gave
+// up on it): rendering then would be work nobody reads.
+async function io(url, req) {
+  const ms = ioMillis(url);
+  if (ms === 0) return true;
+  try {
+    await sleep(ms, undefined, { signal: req.sluice.signal });
+    return true;
+  } catch (err) {
+    if (err.name === 'AbortError') return false;
+    throw err;
+  }
 }
 
 // hold lets a test keep a request inside the worker for as long as it needs:
@@ -87,7 +126,7 @@ function hold(url) {
 function renderPage(url, res) {
   const start = process.hrtime.bigint();
   const body = renderToString(h(page.ListingPage, {
-    data: page.listings(pageNumber(url)),
+    data: page.listings(pageNumber(url), cardCount(url)),
     query: url.searchParams.get('q') || '',
   }));
   const html = '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">' +
@@ -197,24 +236,25 @@ function batch(req, res) {
   });
 }
 
+function deadlineExceeded(res) {
+  send(res, 504, 'text/plain; charset=utf-8', 'deadline exceeded\n');
+}
+
+// handle serves every route but GET /healthz, which sluice-worker answers.
 async function handle(req, res) {
-  res.setHeader('X-Worker-Pid', pid);
-  if (draining) res.setHeader('Connection', 'close');
   const url = new URL(req.url, 'http://worker');
   const route = `${req.method} ${url.pathname}`;
   switch (route) {
-    case 'GET /healthz':
-    case 'HEAD /healthz':
-      send(res, 200, 'text/plain; charset=utf-8', 'ok\n');
-      return;
     case 'GET /':
     case 'HEAD /':
       await hold(url);
-      renderPage(url, res);
+      if (await io(url, req)) renderPage(url, res);
+      else deadlineExceeded(res);
       return;
     case 'GET /stream':
       await hold(url);
-      streamPage(url, res);
+      if (await io(url, req)) streamPage(url, res);
+      else deadlineExceeded(res);
       return;
     case 'POST /batch':
       batch(req, res);
@@ -228,56 +268,15 @@ async function handle(req, res) {
   send(res, 404, 'text/plain; charset=utf-8', 'not found\n');
 }
 
-const server = http.createServer((req, res) => {
+sluice.serve((req, res) => {
   handle(req, res).catch((err) => {
     log(`error: ${err && err.stack}`);
     if (!res.headersSent) send(res, 500, 'text/plain; charset=utf-8', 'internal error\n');
     else res.destroy(err);
   });
-  res.on('finish', () => {
-    if (draining) server.closeIdleConnections();
-  });
+}, {
+  readyPath: '/healthz',
+  headers: { 'X-Worker-Pid': pid },
+  drainTimeoutMs: FORCE_EXIT_MS,
+  log,
 });
-// Longer than sluice's idle timeout towards workers (4 s), so that sluice,
-// not the worker, closes an idle keep-alive connection and never sends a
-// request on one the worker has just closed.
-server.keepAliveTimeout = 65_000;
-
-function listen() {
-  const socket = process.env.SLUICE_SOCKET;
-  if (socket) {
-    try {
-      if (fs.statSync(socket).isSocket()) fs.unlinkSync(socket); // a predecessor's
-    } catch (err) {
-      if (err.code !== 'ENOENT') throw err;
-    }
-    server.listen(socket, () => log(`listening on ${socket}`));
-    return;
-  }
-  const port = Number.parseInt(process.env.PORT || '3001', 10);
-  server.listen(port, '127.0.0.1', () => log(`listening on 127.0.0.1:${server.address().port}`));
-}
-
-// drain stops accepting, closes idle keep-alive connections and exits 0 once
-// the requests in flight have been answered.
-function drain(signal) {
-  if (draining) return;
-  draining = true;
-  log(`${signal}: draining`);
-  server.close((err) => {
-    // Not yet listening is nothing to drain.
-    const failed = err && err.code !== 'ERR_SERVER_NOT_RUNNING';
-    log(failed ? `close: ${err.message}` : 'drained');
-    process.exit(failed ? 1 : 0);
-  });
-  server.closeIdleConnections();
-  setTimeout(() => {
-    log(`requests still running after ${FORCE_EXIT_MS} ms; exiting`);
-    process.exit(1);
-  }, FORCE_EXIT_MS).unref();
-}
-
-process.on('SIGTERM', () => drain('SIGTERM'));
-process.on('SIGINT', () => drain('SIGINT'));
-
-listen();

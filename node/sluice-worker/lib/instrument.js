@@ -1,0 +1,105 @@
+'use strict';
+// Per request: answer readiness, give the handler req.sluice, and stamp
+// Sluice-Saturation (and, while draining, Connection: close) on the
+// response when its headers are written.
+
+const { createMeter, format, DEFAULT_WINDOW_MS } = require('./meter');
+const { requestInfo } = require('./request');
+
+const SATURATION_HEADER = 'Sluice-Saturation';
+const DEFAULT_READY_PATH = '/healthz';
+
+// A request instrumented twice (attach() on a server whose handler is also
+// wrap()ped) is instrumented once, by the first.
+const instrumented = Symbol('sluice-worker.instrumented');
+
+let defaultMeter;
+
+// processMeter is the meter shared by every wrap() and attach() that does
+// not ask for another window: the event loop is the process's, and one
+// meter makes saturation() read what the responses carry.
+function processMeter() {
+  if (!defaultMeter) defaultMeter = createMeter({ windowMs: DEFAULT_WINDOW_MS });
+  return defaultMeter;
+}
+
+function meterFor(options) {
+  if (options.meter) return options.meter;
+  if (options.windowMs === undefined || options.windowMs === DEFAULT_WINDOW_MS) return processMeter();
+  return createMeter({ windowMs: options.windowMs });
+}
+
+function readyPathOf(options) {
+  const p = options.readyPath === undefined ? DEFAULT_READY_PATH : options.readyPath;
+  if (p === null || p === false) return null; // the handler answers readiness itself
+  if (typeof p !== 'string' || !p.startsWith('/')) {
+    throw new TypeError(`sluice-worker: readyPath must be a path starting with "/", or false; got ${JSON.stringify(p)}`);
+  }
+  return p;
+}
+
+function headersOf(options) {
+  const h = options.headers ?? {};
+  if (typeof h !== 'object') throw new TypeError('sluice-worker: headers must be an object of name: value');
+  return Object.entries(h);
+}
+
+// createInstrument returns instrument(req, res, state), which returns true
+// when it has answered the request itself (readiness) and the handler must
+// not run. state is the attached server's ({draining, onFinish}), or
+// undefined for a handler wrap()ped without attach().
+function createInstrument(options = {}) {
+  const meter = meterFor(options);
+  const readyPath = readyPathOf(options);
+  const headers = headersOf(options);
+
+  return function instrument(req, res, state) {
+    if (req[instrumented]) return false;
+    req[instrumented] = true;
+    // Set before the handler runs, so that it can still change them.
+    for (const [name, value] of headers) res.setHeader(name, value);
+    hookWriteHead(res, meter, state);
+    if (state) res.once('finish', state.onFinish);
+    if (readyPath !== null && isReadiness(req, readyPath)) {
+      answerReadiness(res, Boolean(state && state.draining));
+      return true;
+    }
+    req.sluice = requestInfo(req.headers, Date.now(), res);
+    return false;
+  };
+}
+
+// hookWriteHead wraps this response's writeHead. Node writes implicit
+// headers (res.write or res.end with no writeHead) through writeHead too,
+// via _implicitHeader, so this one hook sees every response.
+function hookWriteHead(res, meter, state) {
+  const writeHead = res.writeHead;
+  res.writeHead = function sluiceWriteHead() {
+    if (!this.headersSent) {
+      // A value the handler set, with setHeader or in writeHead's own
+      // headers (which are applied after these), is kept.
+      if (!this.hasHeader(SATURATION_HEADER)) this.setHeader(SATURATION_HEADER, format(meter.read()));
+      // Once draining, each connection closes after its response.
+      if (state && state.draining) this.setHeader('Connection', 'close');
+    }
+    return writeHead.apply(this, arguments);
+  };
+}
+
+function isReadiness(req, readyPath) {
+  if (req.method !== 'GET' && req.method !== 'HEAD') return false;
+  const url = req.url;
+  return url === readyPath || (url.startsWith(readyPath) && url[readyPath.length] === '?');
+}
+
+function answerReadiness(res, draining) {
+  const body = draining ? 'draining\n' : 'ok\n';
+  res.writeHead(draining ? 503 : 200, {
+    'Content-Type': 'text/plain; charset=utf-8',
+    'Content-Length': Buffer.byteLength(body),
+    'Cache-Control': 'no-store',
+  });
+  res.end(body); // Node sends no body to a HEAD request
+}
+
+module.exports = { createInstrument, processMeter, SATURATION_HEADER, DEFAULT_READY_PATH };
