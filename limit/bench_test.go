@@ -33,7 +33,12 @@ func algorithms(b *testing.B) map[string]limit.Algorithm {
 	if err != nil {
 		b.Fatal(err)
 	}
+	au, err := limit.NewAuto(limit.AutoOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
 	return map[string]limit.Algorithm{
+		"Auto":           au,
 		"Fixed":          limit.NewFixed(100),
 		"AIMD":           a,
 		"Gradient":       g,
@@ -43,7 +48,7 @@ func algorithms(b *testing.B) map[string]limit.Algorithm {
 
 // BenchmarkObserve is the per-request cost, from every P at once.
 func BenchmarkObserve(b *testing.B) {
-	for _, name := range []string{"Fixed", "AIMD", "Gradient", "mutexReference"} {
+	for _, name := range []string{"Fixed", "AIMD", "Gradient", "Auto", "mutexReference"} {
 		b.Run(name, func(b *testing.B) {
 			alg := algorithms(b)[name]
 			s := limit.Sample{RTT: 10 * time.Millisecond, Inflight: 50}
@@ -84,7 +89,7 @@ func BenchmarkLimit(b *testing.B) {
 // BenchmarkWindow is one sample window: 10 completed requests (Gradient's
 // MinSamples, so every Tick decides) and the Tick.
 func BenchmarkWindow(b *testing.B) {
-	for _, name := range []string{"AIMD", "Gradient"} {
+	for _, name := range []string{"AIMD", "Gradient", "Auto"} {
 		b.Run(name, func(b *testing.B) {
 			alg := algorithms(b)[name]
 			b.ReportAllocs()

@@ -7,8 +7,8 @@
 //
 //   - a Sample for each request that completed (its RTT, whether it was
 //     dropped for overload, how many were in flight), via Observe;
-//   - a Window once every sample window (the process's saturation and the
-//     in-flight count), via Tick.
+//   - a Window once every sample window (the process's saturation, the
+//     in-flight count, and the CPU load a Probe measures), via Tick.
 //
 // Both return the new limit. Time is always a parameter (Sample.Now,
 // Window.Now); nothing here reads the clock, sleeps or starts a goroutine,
@@ -18,6 +18,39 @@
 // Observe is called concurrently from every goroutine that completes a
 // request; Tick from one goroutine, once per window. Limit is one atomic
 // load in every algorithm here.
+//
+// # Auto: the default, a limit that finds itself
+//
+// The admission Controller's default when no limit is configured. Every
+// window (AutoWindow, 100 ms), with R the mean count of goroutines waiting
+// for a P, M the mean in-flight count and B the CPU busy fraction, all
+// from the Window (the Controller probes them ten times a window with a
+// Probe, off the request path):
+//
+//	R > max(1, CPUs/4):                 C = min(C, round(M - R))
+//	binding, R small, B < 0.9:          C = clamp(ceil(M x 0.9 / B), C+1, 4C)
+//	L = max(floor, min(C, Gradient's limit))
+//
+// floor = the usable CPUs rounded up (GOMAXPROCS or the cgroup quota), or
+// Min if higher. Fewer handlers than CPUs cannot oversubscribe them, so an
+// I/O-bound service is never throttled below that; once CPU-bound handlers
+// outnumber the Ps, the scheduler time-slices them, the goroutines that
+// read requests and write responses starve, and the queue forms in unread
+// connections. M - R is the concurrency the CPUs actually serve: the limit
+// goes there in one window (a cold start or a step from 0.5x to 8x is
+// answered in about 100 ms, where the seed's AIMD needs half a minute to
+// get from 100 to 2). The limit grows only while it binds and the CPUs are
+// not oversubscribed: up to fourfold a window while they idle (I/O-bound work), aiming at
+// the concurrency the busy fraction projects to fill them as they fill.
+// What the CPUs cannot show, a downstream with its own concurrency cap
+// (idle CPUs, growing RTT), the Gradient bounds.
+//
+// What it cannot do: tell the handlers' CPU use from another CPU hog in
+// the same process (a batch job's goroutines count as runnable too, and
+// keep the limit at its floor while they run), or see a cgroup quota
+// below GOMAXPROCS as runnable goroutines (throttled threads look
+// running); the floor then follows the quota, and CPUBusy is measured
+// against it.
 //
 // # Fixed
 //
@@ -110,8 +143,8 @@
 //
 // What no RTT rule can do: tell a slower service from a busier one within a
 // single epoch, or follow a change of workload mix (fast routes giving way
-// to slow ones) that the mean RTT reads as congestion. The saturation-driven
-// AIMD does not have that weakness, which is why it is the default.
+// to slow ones) that the mean RTT reads as congestion. Auto uses it only as
+// an upper bound, for what the CPU load cannot show.
 //
 // # Signals
 //

@@ -28,6 +28,28 @@ type Window struct {
 	Inflight int
 	// PeakInflight is the highest in-flight count seen during the window.
 	PeakInflight int
+	// MeanInflight is the mean in-flight count over the window, from
+	// periodic readings (not from every request); 0 when not measured.
+	MeanInflight float64
+	// Queued is the highest number of requests seen waiting for a slot
+	// during the window.
+	Queued int
+	// Runnable is the mean number of goroutines that were ready to run but
+	// waiting for a P over the window (see Probe); NaN when unknown.
+	Runnable float64
+	// CPUBusy is the CPU time the process used during the window over the
+	// window's length times CPUs: about 1 when the usable CPUs were fully
+	// used; NaN when unknown. It may exceed 1 briefly.
+	CPUBusy float64
+	// CPUs is how many CPUs the process may use (GOMAXPROCS, or a lower
+	// cgroup quota); 0 when unknown.
+	CPUs float64
+}
+
+// Paced is implemented by algorithms designed for a particular sample
+// window; a caller that has no window configured uses Window's.
+type Paced interface {
+	Window() time.Duration
 }
 
 // Algorithm computes a concurrency limit. Implementations are safe for

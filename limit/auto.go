@@ -1,0 +1,211 @@
+package limit
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// AutoOptions configures an Auto limit. The zero value is the default the
+// admission Controller uses when no limit is configured.
+type AutoOptions struct {
+	// Initial is the starting limit; 0 means the floor (Min). Clamped into
+	// [Min, Max].
+	Initial int
+	// Min is the lowest limit, raised to the usable CPUs rounded up as
+	// Window.CPUs reports them (before the first window: GOMAXPROCS, or a
+	// lower cgroup quota); 0 means just the CPUs. Fewer requests than
+	// CPUs cannot oversubscribe the CPUs, so the CPU rule never needs to
+	// go lower, and an I/O-bound service is never throttled below it.
+	Min int
+	// Max is the highest limit; 0 means 1000.
+	Max int
+	// CPUs is the usable CPUs until a Window reports them (Window.CPUs);
+	// 0 means GOMAXPROCS, or the cgroup CPU quota when lower.
+	CPUs float64
+	// Tolerance is how much slower than its no-load RTT the service may get
+	// before the RTT bound shrinks the limit (GradientOptions.Tolerance);
+	// 0 means 1.5.
+	Tolerance float64
+}
+
+// Validate reports the first invalid field.
+func (o AutoOptions) Validate() error {
+	switch {
+	case o.Initial < 0:
+		return fmt.Errorf("limit: Auto Initial %d is negative", o.Initial)
+	case o.Min < 0:
+		return fmt.Errorf("limit: Auto Min %d is negative", o.Min)
+	case o.Max < 0:
+		return fmt.Errorf("limit: Auto Max %d is negative", o.Max)
+	case o.Min > cmp.Or(o.Max, 1000):
+		return fmt.Errorf("limit: Auto Min %d is above Max %d", o.Min, cmp.Or(o.Max, 1000))
+	case !(o.CPUs >= 0) || math.IsInf(o.CPUs, 0):
+		return fmt.Errorf("limit: Auto CPUs %v is not a non-negative number", o.CPUs)
+	case !(o.Tolerance == 0 || o.Tolerance >= 1) || math.IsInf(o.Tolerance, 0):
+		return fmt.Errorf("limit: Auto Tolerance %v is below 1", o.Tolerance)
+	}
+	return nil
+}
+
+// Constants of the Auto rule; the type documentation explains them.
+const (
+	// AutoWindow is the sample window Auto is designed for.
+	AutoWindow = 100 * time.Millisecond
+	// autoBusyTarget is the CPU busy fraction growth aims at and stops at.
+	autoBusyTarget = 0.9
+	// autoMaxGrowth bounds one window's growth: a cold start reaches
+	// 128 from 2 in 300 ms.
+	autoMaxGrowth = 4
+	// autoSlackShare is the share of the CPUs, in runnable goroutines,
+	// tolerated before the CPUs count as oversubscribed (at least one).
+	autoSlackShare = 0.25
+)
+
+// Auto is the limit that finds itself: the default of an admission
+// Controller. It combines a CPU rule, fed by the Window's load fields (see
+// Probe), with an RTT bound (a Gradient), and takes the lower of the two,
+// never below the floor Min (the usable CPUs):
+//
+//	CPU rule, every window, with R = Runnable, M = MeanInflight, B = CPUBusy:
+//	  R > slack:                               C = max(floor, min(C, round(M - R)))
+//	  limit binding, R <= slack, B < 0.9:      C = clamp(ceil(M x 0.9 / B), C+1, 4C)
+//	  otherwise:                               C holds
+//	L = max(floor, min(C, Gradient's limit))
+//
+// where slack = max(1, CPUs/4) and the limit binds when the window's peak
+// in-flight count reached L or requests waited.
+//
+// Why. A Go service whose handlers burn CPU does not slow down gracefully
+// when more of them run than there are Ps: the scheduler time-slices them,
+// and the goroutines that accept, read and answer requests (sheds
+// included) wait behind them, so the queue forms in unread connections
+// where no limit sees it. Runnable goroutines are that wait, measured
+// directly: with M handlers admitted and fewer CPUs, about M - CPUs of them
+// wait for a P, so M - R is the concurrency the CPUs actually serve, and
+// the limit jumps there in one window instead of creeping down by a tenth
+// per second. An I/O-bound handler (waiting on a downstream) leaves the run
+// queues empty and the CPUs idle, so the rule grows the limit, up to
+// fourfold a window while the CPUs are far from busy and aiming at the concurrency the busy
+// fraction projects to fill them (CPU per request being constant) as they
+// fill up. What the CPU rule cannot see is a downstream with its own
+// concurrency cap (a connection pool, a semaphore): the CPUs stay idle
+// however many requests wait for it. The Gradient sees it in the RTT,
+// which grows with concurrency past the cap, and bounds the limit there.
+//
+// The rule is a function of the Window: a Window built by hand with zero
+// Runnable and CPUBusy reads as an idle process. Create one with NewAuto;
+// the zero value is not usable. An Auto is safe for concurrent use; Limit
+// is one atomic load, Observe takes the Gradient's mutex briefly.
+type Auto struct {
+	o    AutoOptions
+	grad *Gradient
+
+	limit atomic.Int64
+
+	sat atomic.Uint64 // math.Float64bits of Saturation
+
+	mu   sync.Mutex // serialises Tick
+	cpu  int        // the CPU rule's limit
+	cpus float64    // the last usable CPUs known
+}
+
+var (
+	_ Algorithm = (*Auto)(nil)
+	_ Paced     = (*Auto)(nil)
+	_ Signal    = (*Auto)(nil)
+)
+
+// NewAuto returns an Auto limit, or o.Validate's error.
+func NewAuto(o AutoOptions) (*Auto, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	if o.Max == 0 {
+		o.Max = 1000
+	}
+	if o.Tolerance == 0 {
+		o.Tolerance = 1.5
+	}
+	g, err := NewGradient(GradientOptions{Max: o.Max, Initial: min(100, o.Max), Tolerance: o.Tolerance})
+	if err != nil {
+		return nil, err
+	}
+	a := &Auto{o: o, grad: g, cpus: o.CPUs}
+	if a.cpus == 0 {
+		a.cpus = float64(runtime.GOMAXPROCS(0))
+		if q, err := cgroupCPUs(os.ReadFile); err == nil && q > 0 && q < a.cpus {
+			a.cpus = q
+		}
+	}
+	a.cpu = a.clamp(o.Initial)
+	if o.Initial == 0 {
+		a.cpu = a.floor()
+	}
+	a.limit.Store(int64(a.cpu))
+	a.sat.Store(math.Float64bits(math.NaN()))
+	return a, nil
+}
+
+// Saturation reports how oversubscribed the CPUs were in the last window:
+// the mean runnable goroutines over twice the slack, capped at 1, so that
+// it reaches 1 when they clearly are; NaN before a window with a runnable
+// count. An admission Controller with no Signal of its own uses it to shed
+// at once, rather than queue, while the CPUs are oversubscribed.
+func (a *Auto) Saturation() float64 { return math.Float64frombits(a.sat.Load()) }
+
+// floor is the lowest limit: the usable CPUs rounded up, or Min if
+// higher, within Max.
+func (a *Auto) floor() int {
+	return min(max(1, a.o.Min, int(math.Ceil(a.cpus-1e-9))), a.o.Max)
+}
+
+func (a *Auto) clamp(n int) int { return min(max(n, a.floor()), a.o.Max) }
+
+// Limit returns the current limit.
+func (a *Auto) Limit() int { return int(a.limit.Load()) }
+
+// Window returns AutoWindow: the CPU rule reacts within one window.
+func (a *Auto) Window() time.Duration { return AutoWindow }
+
+// Observe feeds the RTT bound a completed request.
+func (a *Auto) Observe(s Sample) int {
+	a.grad.Observe(s)
+	return a.Limit()
+}
+
+// Tick applies the rule to the window and returns the new limit.
+func (a *Auto) Tick(w Window) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if w.CPUs > 0 {
+		a.cpus = w.CPUs
+	}
+	floor := a.floor()
+	l := int(a.limit.Load())
+	g := a.grad.Tick(w)
+
+	slack := max(1, autoSlackShare*a.cpus)
+	a.sat.Store(math.Float64bits(math.Min(1, w.Runnable/(2*slack))))
+	binding := max(w.PeakInflight, w.Inflight) >= l || w.Queued > 0
+	c := a.cpu
+	switch {
+	case w.Runnable > slack: // NaN compares false: unknown is not oversubscribed
+		c = min(c, int(math.Round(w.MeanInflight-w.Runnable)))
+	case binding && c <= g && !(w.CPUBusy >= autoBusyTarget):
+		next := 2 * c
+		if w.CPUBusy > 0 && w.MeanInflight > 0 {
+			next = int(math.Ceil(w.MeanInflight * autoBusyTarget / w.CPUBusy))
+		}
+		c = min(max(next, c+1), autoMaxGrowth*c)
+	}
+	a.cpu = a.clamp(c)
+	l = max(floor, min(a.cpu, g))
+	a.limit.Store(int64(l))
+	return l
+}
