@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -27,8 +28,10 @@ const maxTenantKey = 128
 // Rule assigns a class, cost and timeout to the requests it matches. The
 // zero Rule matches every request and assigns Critical, cost 1.
 type Rule struct {
-	Method     string // "" matches any method
-	PathPrefix string // "" matches any path
+	Method string // "" matches any method
+	// PathPrefix, when set, must be a prefix of the request's path, cleaned
+	// and compared without regard to ASCII case (see MatchPathPrefix).
+	PathPrefix string
 	// Header, when set, must be present; with HeaderValue it must equal it.
 	Header      string
 	HeaderValue string
@@ -39,11 +42,11 @@ type Rule struct {
 	Timeout time.Duration
 }
 
-func (r *Rule) matches(req *http.Request) bool {
+func (r *Rule) matches(req *http.Request, path string) bool {
 	if r.Method != "" && r.Method != req.Method {
 		return false
 	}
-	if r.PathPrefix != "" && !strings.HasPrefix(req.URL.Path, r.PathPrefix) {
+	if r.PathPrefix != "" && !hasPrefixFold(path, r.PathPrefix) {
 		return false
 	}
 	if r.Header != "" {
@@ -68,7 +71,7 @@ const (
 	TenantNone     TenantKind = iota // every request shares one tenant
 	TenantHeader                     // a request header (Sluice-* headers from trusted peers only)
 	TenantCookie                     // a cookie
-	TenantClientIP                   // the client address (X-Forwarded-For only from trusted peers)
+	TenantClientIP                   // the client address (X-Forwarded-For only from trusted proxies)
 )
 
 // ParseTenantKey parses "", "header:NAME", "cookie:NAME" or "clientIP".
@@ -87,16 +90,64 @@ func ParseTenantKey(s string) (TenantKey, error) {
 	return TenantKey{}, fmt.Errorf("admission: tenant key %q: want \"\", header:NAME, cookie:NAME or clientIP", s)
 }
 
+// MatchPathPrefix reports whether prefix matches the URL path p as a Rule's
+// PathPrefix does. p is cleaned first, as a server resolving it would:
+// repeated slashes collapse and "." and ".." segments are resolved
+// ("//api/x" and "/api/../api/x" are "/api/x"; a trailing slash is kept).
+// p is the decoded path (net/url's URL.Path), so percent-encoding
+// ("/%61pi/x") has been undone already. The comparison ignores ASCII case
+// ("/API/x" matches "/api"): many workers route without regard to case
+// (Express does by default), and a request that reaches the same handler
+// must not escape the route that classifies it. So routes cannot tell
+// "/api" from "/API" apart: write one route for both.
+func MatchPathPrefix(prefix, p string) bool { return hasPrefixFold(CleanPath(p), prefix) }
+
+// CleanPath returns p cleaned for matching (see MatchPathPrefix). It does
+// not allocate when p is clean already.
+func CleanPath(p string) string {
+	if p == "" {
+		return "/"
+	}
+	if p[0] != '/' {
+		p = "/" + p
+	}
+	if !strings.Contains(p, "//") && !strings.Contains(p, "/.") {
+		return p
+	}
+	c := path.Clean(p)
+	if c != "/" && strings.HasSuffix(p, "/") {
+		c += "/"
+	}
+	return c
+}
+
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+}
+
 // Classifier maps HTTP requests to admission Requests: by its Rules, and by
 // the Sluice-Priority, Sluice-Tenant and Sluice-Timeout headers only when
 // the peer is trusted, so that a client cannot raise its own priority,
 // borrow another tenant's share or stretch its deadline. The zero value
 // trusts nobody, has no rules and no tenants. Safe for concurrent use once
 // built; do not modify it after first use.
+//
+// Two lists, because two different things are trusted. A load balancer in
+// front of sluice is trusted to say who the client is (X-Forwarded-For),
+// not to vouch for what the client asks: put it in TrustedProxies only,
+// and a client behind it still cannot send Sluice-Priority: critical-plus.
+// TrustedPeers are callers that classify on sluice's behalf (services
+// that propagate priority and deadline, a gateway that strips these
+// headers from its own clients' requests).
 type Classifier struct {
-	// TrustedPeers are the networks whose Sluice-* and X-Forwarded-For
-	// headers are believed (load balancers, upstream services).
+	// TrustedPeers are the networks whose Sluice-Priority, Sluice-Tenant
+	// and Sluice-Timeout headers are believed: the peer is the socket's
+	// address, never one named in a header.
 	TrustedPeers []netip.Prefix
+	// TrustedProxies are the networks whose X-Forwarded-For is believed
+	// when finding the client's address (ClientIP, TenantClientIP): load
+	// balancers and reverse proxies in front of sluice.
+	TrustedProxies []netip.Prefix
 	// Rules are tried in order; the first match decides.
 	Rules []Rule
 	// Tenant is where the tenant key comes from.
@@ -109,14 +160,15 @@ type Classifier struct {
 func (c *Classifier) Classify(r *http.Request) Request {
 	var req Request
 	var timeout time.Duration
+	p := CleanPath(r.URL.Path)
 	for i := range c.Rules {
-		if rule := &c.Rules[i]; rule.matches(r) {
+		if rule := &c.Rules[i]; rule.matches(r, p) {
 			req.Priority, req.Cost, timeout = rule.Priority, rule.Cost, rule.Timeout
 			break
 		}
 	}
 	peer := peerAddr(r)
-	trusted := c.trusts(peer)
+	trusted := contains(c.TrustedPeers, peer)
 	if trusted {
 		if v := r.Header.Get(HeaderPriority); v != "" {
 			if p, err := ParsePriority(v); err == nil {
@@ -165,11 +217,11 @@ func (c *Classifier) tenant(r *http.Request, peer netip.Addr, trusted bool) stri
 }
 
 // ClientIP returns the address of the client: the peer, or, when the peer is
-// trusted, the rightmost X-Forwarded-For address that is not itself a
-// trusted proxy.
+// a trusted proxy, the rightmost X-Forwarded-For address that is not itself
+// a trusted proxy.
 func (c *Classifier) ClientIP(r *http.Request) netip.Addr {
 	ip := peerAddr(r)
-	if !c.trusts(ip) {
+	if !contains(c.TrustedProxies, ip) {
 		return ip
 	}
 	hops := r.Header.Values("X-Forwarded-For")
@@ -181,7 +233,7 @@ func (c *Classifier) ClientIP(r *http.Request) netip.Addr {
 				return ip
 			}
 			ip = a.Unmap()
-			if !c.trusts(ip) {
+			if !contains(c.TrustedProxies, ip) {
 				return ip
 			}
 		}
@@ -189,14 +241,21 @@ func (c *Classifier) ClientIP(r *http.Request) netip.Addr {
 	return ip
 }
 
-// Trusted reports whether r comes straight from a trusted peer.
-func (c *Classifier) Trusted(r *http.Request) bool { return c.trusts(peerAddr(r)) }
+// Trusted reports whether r comes straight from a trusted peer: whether its
+// Sluice-* headers are believed.
+func (c *Classifier) Trusted(r *http.Request) bool { return contains(c.TrustedPeers, peerAddr(r)) }
 
-func (c *Classifier) trusts(ip netip.Addr) bool {
+// TrustedProxy reports whether r comes straight from a trusted proxy:
+// whether its X-Forwarded-* headers are believed.
+func (c *Classifier) TrustedProxy(r *http.Request) bool {
+	return contains(c.TrustedProxies, peerAddr(r))
+}
+
+func contains(nets []netip.Prefix, ip netip.Addr) bool {
 	if !ip.IsValid() {
 		return false
 	}
-	for _, p := range c.TrustedPeers {
+	for _, p := range nets {
 		if p.Contains(ip) {
 			return true
 		}

@@ -82,7 +82,7 @@ func TestClassifierTenantKeys(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c := &admission.Classifier{TrustedPeers: trusted, Tenant: k}
+			c := &admission.Classifier{TrustedProxies: trusted, Tenant: k}
 			r := httptest.NewRequest("GET", "/", nil)
 			r.RemoteAddr = tt.peer
 			for h, v := range tt.headers {

@@ -1,6 +1,20 @@
 package admission
 
-import "time"
+import (
+	"math"
+	"time"
+)
+
+// standingDepth is the queue, in requests, that codelFloor lets stand
+// before a few slots are judged overloaded.
+const standingDepth = 12
+
+// codelFloor is the least sojourn judged standing, given the mean service
+// time and the slots serving the queue (see codel).
+func codelFloor(service time.Duration, slots int64) time.Duration {
+	q := standingDepth / float64(max(slots, 1))
+	return time.Duration(float64(service) * max(q, 2*math.Sqrt(q)))
+}
 
 // codel decides, at each dequeue, whether a request has waited too long in
 // a standing queue (CoDel's judgement, applied to requests).
@@ -19,16 +33,27 @@ import "time"
 // sojourn is at or above target is shed, and the state lasts until the
 // queue empties. Served requests then wait at most about target.
 //
-// The target is a floor: sojourn is judged against the larger of it and
-// twice the current mean service time. A queue a service time or two deep
-// is what keeps every slot busy through the randomness of arrivals and
-// service times (a slot that frees must find a request waiting), so it is
-// not a standing queue to fight: with renders of 10 ms and a target of
-// 5 ms, shedding everything older than 5 ms empties the queue between
-// completions and leaves workers idle at loads they could carry (measured:
-// 89% goodput at 1x offered load; in simulation one service time still
-// shed 1.5% at 0.95x, two shed none). Where service times are well under
-// the target, as in 004's setting, the target rules.
+// The target is a floor: sojourn is judged against the larger of it and a
+// floor the Controller derives from what it measures, the mean service time
+// S and the limit N (the slots that serve the queue):
+//
+//	floor = S x max(q, 2 sqrt(q)),  q = standingDepth / N
+//
+// A queue that keeps every slot busy through the randomness of arrivals
+// and service times is not a standing queue to fight: shedding it leaves
+// slots idle at loads they could carry. How deep that queue runs depends on
+// the slots. With few slots (one or two single-threaded renderers) a queue
+// stands whenever offered load reaches capacity, and a shed threshold of k
+// requests sheds about 1/(2k+1) of them there (the random walk of a queue
+// at utilisation 1); standingDepth (12) requests, S x 12/N, keeps that
+// under 5% (measured in simulation: 10 requests shed 5.4%): at two
+// renderers of 12 ms, 72 ms. With many slots the queue's
+// natural swing grows only as the square root of the slots, so the floor
+// falls to about two service times at ten slots (measured: one service
+// time shed 1.5% at 0.95x there, two none) and below one at sixty (async
+// workers: their requests mostly wait on I/O, and queueing longer than
+// their own I/O wait only doubles the latency). Where service times are
+// well under the target, as in 004's setting, the target rules.
 //
 // Pure: time is a parameter. Not safe for concurrent use (the Controller
 // calls it under its mutex).
@@ -40,15 +65,15 @@ type codel struct {
 }
 
 // shouldDrop records the sojourn of the request CoDel would shed, judged
-// at now with queued requests waiting (it among them) and service the
-// mean service time, and reports whether it is to be shed instead of
-// served.
+// at now with queued requests waiting (it among them) against the larger
+// of the target and floor (see codelFloor), and reports whether it is to
+// be shed instead of served.
 //
 // A lone waiter is never shed and does not make a queue standing, as
 // packet CoDel keeps its last packet: a slot is free, serving it costs no
 // one anything, and shedding it would leave the slot idle.
-func (c *codel) shouldDrop(now time.Time, sojourn, service time.Duration, queued int) bool {
-	if sojourn < max(c.target, 2*service) || queued <= 1 {
+func (c *codel) shouldDrop(now time.Time, sojourn, floor time.Duration, queued int) bool {
+	if sojourn < max(c.target, floor) || queued <= 1 {
 		if !c.dropping {
 			c.firstAbove = time.Time{}
 		}

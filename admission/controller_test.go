@@ -126,7 +126,7 @@ func TestNewcomerDoesNotOvertakeWaiter(t *testing.T) {
 		c := newController(t, 1, admission.Options{})
 		// A dear waiter (cost 2) cannot fit under limit 2 while one slot is
 		// held; a cheap newcomer that would fit must still queue behind it.
-		c.SetLimit(2)
+		c.SetCeiling(2)
 		held := mustAcquire(t, c)
 		out := make(chan result, 2)
 		enqueue(context.Background(), c, 1, admission.Request{Cost: 2}, out)
@@ -162,7 +162,7 @@ func TestQueueTimeout(t *testing.T) {
 		if r.at != 5*time.Second {
 			t.Fatalf("shed after %v, want 5s", r.at)
 		}
-		if st := c.Stats(); st.Queued != 0 || st.Shed["queue-timeout"] != 1 {
+		if st := c.Stats(); st.Queued != 0 || st.Shed[admission.ReasonQueueTimeout] != 1 {
 			t.Fatalf("got queued %d, shed %v, want 0 queued and one queue-timeout", st.Queued, st.Shed)
 		}
 	})
@@ -187,7 +187,7 @@ func TestCancelWhileQueuedIsSilent(t *testing.T) {
 		}
 		for reason, n := range st.Shed {
 			if n != 0 {
-				t.Errorf("a cancelled waiter counted as shed %s", reason)
+				t.Errorf("a cancelled waiter counted as shed %s", admission.Reason(reason))
 			}
 		}
 	})
@@ -228,11 +228,12 @@ func TestGrantCancelRace(t *testing.T) {
 
 func TestShrinkAndGrow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := newController(t, 2, admission.Options{})
+		c := newController(t, 3, admission.Options{})
+		c.SetCeiling(2)
 		a, b := mustAcquire(t, c), mustAcquire(t, c)
 		out := make(chan result, 3)
 		enqueue(context.Background(), c, 1, admission.Request{}, out)
-		c.SetLimit(1)
+		c.SetCeiling(1)
 		a.Release() // in flight 1 = limit 1: nobody may enter
 		synctest.Wait()
 		if st := c.Stats(); st.Inflight != 1 || st.Queued != 1 {
@@ -245,7 +246,7 @@ func TestShrinkAndGrow(t *testing.T) {
 		}
 		enqueue(context.Background(), c, 2, admission.Request{}, out)
 		enqueue(context.Background(), c, 3, admission.Request{}, out)
-		c.SetLimit(3) // growth admits both waiters at once
+		c.SetCeiling(3) // growth admits both waiters at once
 		for range 2 {
 			if g := <-out; g.err != nil {
 				t.Fatalf("after grow: got %v, want granted", g.err)
@@ -326,7 +327,7 @@ func TestClose(t *testing.T) {
 		if _, err := c.Acquire(context.Background(), admission.Request{}); reasonOf(err) != admission.ReasonShutdown {
 			t.Fatalf("after close: got %v, want shed shutdown", err)
 		}
-		if st := c.Stats(); st.Inflight != 0 || st.Shed["shutdown"] != 3 {
+		if st := c.Stats(); st.Inflight != 0 || st.Shed[admission.ReasonShutdown] != 3 {
 			t.Fatalf("got %+v, want nothing in flight and 3 shutdown sheds", st)
 		}
 		c.Close() // idempotent
@@ -381,9 +382,9 @@ func TestAlgorithmIsFedAndObeyed(t *testing.T) {
 		alg := &scripted{limit: 1, next: func() int { l := limits[0]; limits = limits[1:]; return l }}
 		c := newController(t, 0, admission.Options{Limit: alg, Signal: &sat, SampleWindow: time.Second, SmoothingFactor: 0.5})
 		p := mustAcquire(t, c)
-		p.Done(limit.Sample{Now: time.Now(), RTT: 100 * time.Millisecond})
+		p.DoneSample(limit.Sample{Now: time.Now(), RTT: 100 * time.Millisecond})
 		p = mustAcquire(t, c)
-		p.Done(limit.Sample{Now: time.Now(), RTT: 200 * time.Millisecond})
+		p.DoneSample(limit.Sample{Now: time.Now(), RTT: 200 * time.Millisecond})
 		if got := c.Stats().Latency; got != 150*time.Millisecond {
 			t.Fatalf("smoothed latency: got %v, want 150ms (EWMA 0.5 of 100ms, 200ms)", got)
 		}
@@ -418,7 +419,7 @@ func TestStatsCountsEveryOutcome(t *testing.T) {
 		<-out                                                // queue-timeout
 		held.Release()
 		st := c.Stats()
-		if st.Admitted != 1 || st.Shed["queue-full"] != 1 || st.Shed["queue-timeout"] != 1 {
+		if st.Admitted != 1 || st.Shed[admission.ReasonQueueFull] != 1 || st.Shed[admission.ReasonQueueTimeout] != 1 {
 			t.Fatalf("got %+v, want 1 admitted, 1 queue-full, 1 queue-timeout", st)
 		}
 	})

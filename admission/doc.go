@@ -22,7 +22,10 @@
 //     a guaranteed minimum share for each lower class; within a class,
 //     tenants share by start-time fair queuing weighted by tenant and request
 //     cost; within a tenant, first come first served (newest first while a
-//     queue stands, with AdaptiveLIFO).
+//     queue stands, with AdaptiveLIFO). Tenant keys not served recently
+//     (Options.MaxTrackedTenants bounds the memory) wait together, as one
+//     newcomer with no head start, so a fresh key per request claims one
+//     share, not one each.
 //   - When to shed: at once when the queue is full (the heaviest tenant of
 //     the lowest class loses its newest request, to a 503 or, when other
 //     tenants are being served, a 429), when the process is saturated, when

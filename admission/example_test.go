@@ -60,7 +60,7 @@ func ExampleController_Acquire() {
 
 	start := time.Now()
 	// ... the work ...
-	p.Done(limit.Sample{Now: time.Now(), RTT: time.Since(start)})
+	p.DoneSample(limit.Sample{Now: time.Now(), RTT: time.Since(start)})
 	fmt.Println(c.Stats().Inflight)
 	// Output:
 	// true limit

@@ -20,15 +20,26 @@ import (
 //     cost over weight) of the lowest class: a higher class displaces a
 //     lower one (ReasonPriority); within a class the tenant over its share
 //     loses (ReasonTenant, a 429).
+//   - Newcomers share one flow. A tenant key the queue has not served
+//     recently (nor given a weight) is unproven: its requests wait in the
+//     class's newcomers flow, which starts no earlier than the class's
+//     virtual time (no burst credit), until one of them is served. A
+//     client that sends a fresh key with every request therefore competes
+//     as one tenant, not as a new one each time: it cannot jump ahead of a
+//     tenant that has been waiting, and at a full queue its pooled backlog,
+//     not that tenant's, is the heaviest and gets the 429s.
 //
-// A flow lives only while it has queued requests, so the table of tenants
-// is bounded by the queue size whatever keys clients send.
+// A flow lives only while it has queued requests, so the table of flows is
+// bounded by the queue size whatever keys clients send; the tenants served
+// recently are remembered up to a bound of their own (tenantMemory).
 type fairQueue struct {
 	max       int
 	perTenant int
 	minShare  float64
 	weight    func(tenant string) float64
 	lifo      bool // serve each flow newest-first (set while a queue stands)
+	known     tenantMemory
+	fast      *fastSeen // written by the fast path without the lock
 
 	classes [numPriorities]fairClass
 	credit  [numPriorities]float64
@@ -39,10 +50,12 @@ type fairQueue struct {
 }
 
 type fairClass struct {
-	flows map[string]*flow
-	heap  []*flow // min-heap on the start tag of each flow's head
-	vtime float64
-	n     int
+	flows     map[string]*flow // the known tenants' flows
+	newcomers *flow            // the unproven tenants' shared flow, nil when empty
+	pooledBy  map[string]int   // requests in newcomers by tenant
+	heap      []*flow          // min-heap on the start tag of each flow's head
+	vtime     float64
+	n         int
 	// recent holds the tenants of the last dispatches, a ring.
 	recent [8]struct {
 		tenant string
@@ -53,7 +66,8 @@ type fairClass struct {
 
 // flow is one tenant's queued requests within a class.
 type flow struct {
-	tenant     string
+	tenant     string // "" for a newcomers flow (see pooled)
+	pooled     bool   // the class's newcomers flow
 	weight     float64
 	list       waitList
 	cost       float64 // queued cost, for "heaviest"
@@ -61,8 +75,12 @@ type flow struct {
 	index      int // in fairClass.heap
 }
 
+// newFairQueue returns a queue of at most max requests that remembers up
+// to DefaultMaxTrackedTenants tenants (see tenantMemory.init to change it).
 func newFairQueue(max, perTenant int, minShare float64, weight func(string) float64) *fairQueue {
 	q := &fairQueue{max: max, perTenant: perTenant, minShare: minShare, weight: weight}
+	q.known.init(DefaultMaxTrackedTenants)
+	q.fast = newFastSeen()
 	for i := range q.classes {
 		q.classes[i].flows = make(map[string]*flow)
 	}
@@ -71,10 +89,33 @@ func newFairQueue(max, perTenant int, minShare float64, weight func(string) floa
 
 func (q *fairQueue) len() int { return q.n }
 
+// isKnown reports whether tenant waits in a flow of its own: the shared
+// tenant "", a tenant with a weight, or one served recently (from the
+// queue, or on the fast path).
+func (q *fairQueue) isKnown(tenant string) bool {
+	if tenant == "" || q.known.has(tenant) {
+		return true
+	}
+	if q.fast.has(tenant) {
+		q.known.add(tenant)
+		return true
+	}
+	return q.weight != nil && q.weight(tenant) > 0
+}
+
+// flowOf returns the flow a request of tenant joins in cl, nil when that
+// flow has nothing queued.
+func (q *fairQueue) flowOf(cl *fairClass, tenant string) *flow {
+	if q.isKnown(tenant) {
+		return cl.flows[tenant]
+	}
+	return cl.newcomers
+}
+
 func (q *fairQueue) push(w *waiter) (*waiter, Reason, Reason) {
 	ci := w.req.Priority.classIndex()
 	cl := &q.classes[ci]
-	fl := cl.flows[w.req.Tenant]
+	fl := q.flowOf(cl, w.req.Tenant)
 	if q.perTenant > 0 && fl != nil && fl.list.n >= q.perTenant {
 		return nil, ReasonNone, ReasonTenant
 	}
@@ -86,20 +127,40 @@ func (q *fairQueue) push(w *waiter) (*waiter, Reason, Reason) {
 			return nil, ReasonNone, why
 		}
 		q.remove(victim)
-		fl = cl.flows[w.req.Tenant] // the victim's removal may have dropped it
+		fl = q.flowOf(cl, w.req.Tenant) // the victim's removal may have dropped it
 	}
+	q.enqueue(cl, ci, fl, w)
+	return victim, why, ReasonNone
+}
+
+// enqueue appends w to fl in class cl (index ci); fl nil means a new flow
+// for w's tenant.
+func (q *fairQueue) enqueue(cl *fairClass, ci int, fl *flow, w *waiter) {
 	if fl == nil {
-		fl = &flow{tenant: w.req.Tenant, weight: 1, index: -1}
-		if q.weight != nil {
-			if wt := q.weight(w.req.Tenant); wt > 0 {
-				fl.weight = wt
+		if q.isKnown(w.req.Tenant) {
+			fl = &flow{tenant: w.req.Tenant, weight: 1, index: -1}
+			if q.weight != nil {
+				if wt := q.weight(w.req.Tenant); wt > 0 {
+					fl.weight = wt
+				}
 			}
+			cl.flows[w.req.Tenant] = fl
+		} else {
+			fl = &flow{pooled: true, weight: 1, index: -1}
+			cl.newcomers = fl
 		}
-		cl.flows[w.req.Tenant] = fl
 	}
 	w.class = int8(ci)
 	w.flow = fl
-	w.start = math.Max(cl.vtime-burstCredit, fl.lastFinish)
+	credit := burstCredit
+	if fl.pooled {
+		credit = 0 // an unproven key has no history to be within
+		if cl.pooledBy == nil {
+			cl.pooledBy = make(map[string]int)
+		}
+		cl.pooledBy[w.req.Tenant]++
+	}
+	w.start = math.Max(cl.vtime-credit, fl.lastFinish)
 	fl.lastFinish = w.start + float64(w.cost)/fl.weight
 	fl.list.pushBack(w)
 	fl.cost += float64(w.cost)
@@ -109,7 +170,38 @@ func (q *fairQueue) push(w *waiter) (*waiter, Reason, Reason) {
 	cl.n++
 	q.n++
 	q.size.Store(int64(q.n))
-	return victim, why, ReasonNone
+}
+
+// graduate moves tenant's requests still waiting with the newcomers of
+// cl into a flow of its own, in their order: the tenant has just been
+// served, and its backlog is now its own. Otherwise the backlog a
+// flooding tenant queued before its first request was served would stand
+// in the newcomers' flow, ahead of every other newcomer.
+func (q *fairQueue) graduate(cl *fairClass, ci int, tenant string) {
+	if cl.pooledBy[tenant] == 0 || cl.newcomers == nil {
+		return
+	}
+	var moved []*waiter
+	for w := cl.newcomers.list.head; w != nil; w = w.next {
+		if w.req.Tenant == tenant {
+			moved = append(moved, w)
+		}
+	}
+	for _, w := range moved {
+		q.take(w, false)
+		q.enqueue(cl, ci, cl.flows[tenant], w)
+	}
+	// The requests left were tagged behind the ones that moved: close the
+	// gaps, or the other newcomers would pay for the tenant's backlog.
+	if pool := cl.newcomers; pool != nil {
+		next := math.Min(pool.list.head.start, cl.vtime)
+		for w := pool.list.head; w != nil; w = w.next {
+			w.start = next
+			next += float64(w.cost) / pool.weight
+		}
+		pool.lastFinish = next
+		cl.heapFix(pool)
+	}
 }
 
 // victimFor chooses whom a full queue drops to make room for w: nil and
@@ -137,11 +229,11 @@ func (q *fairQueue) victimFor(ci int, w *waiter) (*waiter, Reason) {
 	if cl.n == 0 {
 		return nil, ReasonQueueFull
 	}
-	own := cl.flows[w.req.Tenant]
+	own := q.flowOf(cl, w.req.Tenant)
 	if heavy := cl.heaviest(own, float64(w.cost)); heavy != own {
 		return heavy.list.tail, ReasonTenant
 	}
-	if q.othersServed(cl, w.req.Tenant) {
+	if q.othersServed(cl, own, w.req.Tenant) {
 		return nil, ReasonTenant
 	}
 	return nil, ReasonQueueFull
@@ -155,11 +247,12 @@ func (q *fairQueue) reserve() int {
 	return max(1, int(math.Ceil(q.minShare*float64(q.max))))
 }
 
-// othersServed reports whether tenants other than tenant are waiting or
-// were served recently in cl: then tenant's overflow is its own excess
-// (429), not the server's overload (503).
-func (q *fairQueue) othersServed(cl *fairClass, tenant string) bool {
-	if len(cl.flows) > 1 || (len(cl.flows) == 1 && cl.flows[tenant] == nil) {
+// othersServed reports whether flows other than own (tenant's, possibly
+// nil) are waiting, or tenants other than tenant were served recently, in
+// cl: then tenant's overflow is its own excess (429), not the server's
+// overload (503).
+func (q *fairQueue) othersServed(cl *fairClass, own *flow, tenant string) bool {
+	if n := len(cl.heap); n > 1 || (n == 1 && cl.heap[0] != own) {
 		return true
 	}
 	for _, t := range cl.recent {
@@ -243,7 +336,12 @@ func (q *fairQueue) dispatched(w *waiter) {
 	cl.vtime = math.Max(cl.vtime, w.start)
 	cl.recent[cl.next].tenant, cl.recent[cl.next].ok = w.req.Tenant, true
 	cl.next = (cl.next + 1) % len(cl.recent)
+	q.known.add(w.req.Tenant)
+	pooled := w.flow.pooled
 	q.take(w, true)
+	if pooled {
+		q.graduate(cl, int(w.class), w.req.Tenant)
+	}
 }
 
 // remove takes w out of the queue unserved.
@@ -261,13 +359,22 @@ func (q *fairQueue) take(w *waiter, served bool) {
 	}
 	fl.list.remove(w)
 	fl.cost -= float64(w.cost)
+	if fl.pooled {
+		if cl.pooledBy[w.req.Tenant]--; cl.pooledBy[w.req.Tenant] == 0 {
+			delete(cl.pooledBy, w.req.Tenant)
+		}
+	}
 	cl.n--
 	q.n--
 	q.size.Store(int64(q.n))
 	switch {
 	case fl.list.n == 0:
 		cl.heapRemove(fl)
-		delete(cl.flows, fl.tenant)
+		if fl.pooled {
+			cl.newcomers = nil
+		} else {
+			delete(cl.flows, fl.tenant)
+		}
 		if cl.n == 0 {
 			q.credit[w.class] = 0
 		}
@@ -294,7 +401,7 @@ func (q *fairQueue) dropCandidate() *waiter {
 // tenants of its class wait or were just served, as at a full queue;
 // otherwise the server as a whole is overloaded (ReasonCoDel, a 503).
 func (q *fairQueue) dropReason(w *waiter) Reason {
-	if q.othersServed(&q.classes[w.class], w.req.Tenant) {
+	if q.othersServed(&q.classes[w.class], w.flow, w.req.Tenant) {
 		return ReasonTenant
 	}
 	return ReasonCoDel
@@ -305,6 +412,9 @@ func (q *fairQueue) tenants() int {
 	n := 0
 	for i := range q.classes {
 		n += len(q.classes[i].flows)
+		if q.classes[i].newcomers != nil {
+			n++
+		}
 	}
 	return n
 }

@@ -60,7 +60,7 @@ func TestCoDelDecisions(t *testing.T) {
 		sojourn time.Duration
 		empty   bool // the queue drained before this step
 		drop    bool
-		service time.Duration
+		floor   time.Duration
 		lone    bool // the request is the only one queued
 	}
 	tests := []struct {
@@ -73,8 +73,8 @@ func TestCoDelDecisions(t *testing.T) {
 		{"standing for an interval drops", []step{{0, 10 * time.Millisecond, false, false, 0, false}, {100, 10 * time.Millisecond, false, true, 0, false}, {101, 6 * time.Millisecond, false, true, 0, false}}},
 		{"while dropping, young requests are served", []step{{0, 10 * time.Millisecond, false, false, 0, false}, {100, 10 * time.Millisecond, false, true, 0, false}, {101, 2 * time.Millisecond, false, false, 0, false}, {102, 7 * time.Millisecond, false, true, 0, false}}},
 		{"an empty queue ends dropping", []step{{0, 10 * time.Millisecond, false, false, 0, false}, {100, 10 * time.Millisecond, false, true, 0, false}, {150, 10 * time.Millisecond, true, false, 0, false}}},
-		{"a queue two service times deep is not standing", []step{{0, 30 * time.Millisecond, false, false, 20 * time.Millisecond, false}, {200, 39 * time.Millisecond, false, false, 20 * time.Millisecond, false}}},
-		{"the service time raises the bar, not the rule", []step{{0, 50 * time.Millisecond, false, false, 20 * time.Millisecond, false}, {100, 45 * time.Millisecond, false, true, 20 * time.Millisecond, false}}},
+		{"a queue under the floor is not standing", []step{{0, 30 * time.Millisecond, false, false, 40 * time.Millisecond, false}, {200, 39 * time.Millisecond, false, false, 40 * time.Millisecond, false}}},
+		{"the floor raises the bar, not the rule", []step{{0, 50 * time.Millisecond, false, false, 40 * time.Millisecond, false}, {100, 45 * time.Millisecond, false, true, 40 * time.Millisecond, false}}},
 		{"a lone waiter is served even while dropping", []step{{0, 10 * time.Millisecond, false, false, 0, false}, {100, 10 * time.Millisecond, false, true, 0, false}, {101, 50 * time.Millisecond, false, false, 0, true}, {102, 10 * time.Millisecond, false, true, 0, false}}},
 		{"a lone waiter does not make a queue standing", []step{{0, 10 * time.Millisecond, false, false, 0, false}, {50, 10 * time.Millisecond, false, false, 0, true}, {120, 10 * time.Millisecond, false, false, 0, false}, {200, 10 * time.Millisecond, false, false, 0, false}}},
 	}
@@ -89,10 +89,29 @@ func TestCoDelDecisions(t *testing.T) {
 				if s.lone {
 					queued = 1
 				}
-				if got := c.shouldDrop(at(s.at), s.sojourn, s.service, queued); got != s.drop {
+				if got := c.shouldDrop(at(s.at), s.sojourn, s.floor, queued); got != s.drop {
 					t.Fatalf("step %d (t=%dms, sojourn %v): got drop=%v, want %v", i, s.at, s.sojourn, got, s.drop)
 				}
 			}
 		})
+	}
+}
+
+func TestCoDelFloor(t *testing.T) {
+	const s = 12 * time.Millisecond
+	tests := []struct {
+		slots    int64
+		min, max time.Duration
+	}{
+		{1, 12 * s, 12 * s},            // twelve requests deep
+		{2, 6 * s, 6 * s},              // two renderers of 12 ms: 72 ms
+		{10, 2 * s, 22 * s / 10},       // about two service times
+		{60, s * 85 / 100, s * 9 / 10}, // many async slots: under one
+		{0, 12 * s, 12 * s},            // no slot counts as one
+	}
+	for _, tt := range tests {
+		if got := codelFloor(s, tt.slots); got < tt.min || got > tt.max {
+			t.Errorf("codelFloor(%v, %d) = %v, want in [%v, %v]", s, tt.slots, got, tt.min, tt.max)
+		}
 	}
 }

@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"strconv"
 	"time"
-
-	"github.com/sluicehq/sluice/limit"
 )
 
 // Middleware wraps http.Handlers with admission control. Only Controller is
@@ -17,7 +15,8 @@ type Middleware struct {
 	Controller *Controller
 
 	// Classify maps a request to its admission Request (priority, tenant,
-	// cost, deadline). nil treats every request alike: Critical, cost 1.
+	// cost, deadline). nil treats every request alike: Critical, cost 1, no
+	// deadline.
 	// When set, the Request is also stored in the request's context (see
 	// FromContext) so handlers can propagate it.
 	Classify func(*http.Request) Request
@@ -31,7 +30,10 @@ type Middleware struct {
 // next.ServeHTTP returns — the response is complete, streamed bodies
 // included — and is given back on panic too (the panic continues). A
 // request whose client hung up while it waited never reaches next, and
-// gets no response.
+// gets no response. A request with a deadline (Request.Deadline, from
+// Classify: a route timeout or a trusted Sluice-Timeout) reaches next with
+// that deadline on its context, cancelled when next returns, so that the
+// handler and the client transport see and forward it.
 func (m *Middleware) Wrap(next http.Handler) http.Handler {
 	c := m.Controller
 	if c == nil {
@@ -57,15 +59,21 @@ func (m *Middleware) Wrap(next http.Handler) http.Handler {
 			}
 			return
 		}
-		start := time.Now()
+		if !req.Deadline.IsZero() {
+			// After Acquire, not before: a queued request past its deadline
+			// is shed by the controller (503), not dropped for a done
+			// context.
+			ctx, cancel := context.WithDeadline(r.Context(), req.Deadline)
+			defer cancel()
+			r = r.WithContext(ctx)
+		}
 		completed := false
 		defer func() {
 			if !completed {
 				p.Release()
 				return
 			}
-			now := time.Now()
-			p.Done(limit.Sample{Now: now, RTT: now.Sub(start)})
+			p.Done()
 		}()
 		next.ServeHTTP(w, r)
 		completed = true

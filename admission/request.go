@@ -70,7 +70,9 @@ type Request struct {
 	// Tenant is the fairness key (a customer, API key or client address).
 	// Empty means the shared default tenant.
 	Tenant string
-	// Cost is how many slots the request occupies; 0 or less means 1.
+	// Cost is how many slots the request occupies; 0 or less means 1, and
+	// more than MaxCost counts as MaxCost. A request dearer than the whole
+	// limit runs alone.
 	Cost int
 	// Deadline is when the caller stops waiting for the answer; zero means
 	// none. A queued request that can no longer finish in time is shed.
@@ -81,5 +83,5 @@ func (r *Request) cost() int64 {
 	if r.Cost <= 0 {
 		return 1
 	}
-	return int64(r.Cost)
+	return int64(min(r.Cost, MaxCost))
 }

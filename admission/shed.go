@@ -43,6 +43,16 @@ func (r Reason) String() string {
 	return fmt.Sprintf("reason(%d)", uint8(r))
 }
 
+// parseReason is String's inverse, for decoding.
+func parseReason(name string) (Reason, bool) {
+	for r := ReasonQueueFull; r < numReasons; r++ {
+		if reasonNames[r] == name {
+			return r, true
+		}
+	}
+	return ReasonNone, false
+}
+
 // Reasons lists every shed reason, for metrics that want a label per reason.
 func Reasons() []Reason {
 	rs := make([]Reason, 0, numReasons-1)

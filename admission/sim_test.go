@@ -88,7 +88,7 @@ func simulate(t *testing.T, c *admission.Controller, d time.Duration, seed uint6
 						return
 					}
 					time.Sleep(service)
-					p.Done(limit.Sample{Now: time.Now(), RTT: service})
+					p.DoneSample(limit.Sample{Now: time.Now(), RTT: service})
 					mu.Lock()
 					r.served++
 					r.waits = append(r.waits, wait)
@@ -216,9 +216,9 @@ func TestCoDelNoisyTenant(t *testing.T) {
 		if tenant, codel := noisy.shed[admission.ReasonTenant], noisy.shed[admission.ReasonCoDel]; tenant == 0 || codel*100 > tenant {
 			t.Errorf("noisy tenant: got sheds %v, want those of its standing queue as reason tenant (429), at most 1%% as codel", noisy.shed)
 		}
-		// Judged against twice the mean service time (20 ms), from one
-		// dispatch to the next.
-		if got, want := noisy.waitQuantile(0.99), 4*service; got > want {
+		// Judged against the floor (3.5 mean service times at four slots,
+		// 35 ms), from one dispatch to the next.
+		if got, want := noisy.waitQuantile(0.99), 5*service; got > want {
 			t.Errorf("noisy tenant: p99 queueing delay of its served requests %v, want <= %v", got, want)
 		}
 		// It still gets what the others leave: 400 - 4x60 = 160/s.
@@ -262,8 +262,8 @@ func TestCoDel(t *testing.T) {
 			if res.shed[admission.ReasonCoDel] == 0 {
 				t.Fatalf("got sheds %v at 1.5x load, want CoDel sheds", res.shed)
 			}
-			// Sojourn is judged against the larger of the target and twice
-			// the mean service time (20 ms here).
+			// Sojourn is judged against the larger of the target and the
+			// floor, two mean service times (20 ms) at ten slots.
 			if got := res.waitQuantile(0.5); got > 2*service {
 				t.Errorf("median queueing delay of served requests: got %v, want <= %v", got, 2*service)
 			}
@@ -278,6 +278,24 @@ func TestCoDel(t *testing.T) {
 			res := simulate(t, c, 5*time.Second, 6, flowSpec{name: "x", rate: 950, service: service})["x"]
 			if got := res.successRatio(); got < 0.99 {
 				t.Errorf("at 0.95x load: success ratio %.3f (shed %v), want >= 0.99: a queue a service time or two deep keeps the slots busy", got, res.shed)
+			}
+		})
+	})
+	// Two single-threaded renderers at exactly their capacity: a queue
+	// stands now and then by chance alone, and shedding it costs goodput
+	// that was there to take. Judged against a floor of ten requests' depth,
+	// few are shed, and the served still wait little.
+	t.Run("at capacity with two slots few are shed", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			const render = 12 * time.Millisecond
+			c := newController(t, 2, admission.Options{QueueSize: 1000, QueueTimeout: 5 * time.Second,
+				CoDelTarget: 5 * time.Millisecond, CoDelInterval: 100 * time.Millisecond})
+			res := simulate(t, c, 20*time.Second, 7, flowSpec{name: "x", rate: 2 / render.Seconds(), service: render})["x"]
+			if got := res.successRatio(); got < 0.95 {
+				t.Errorf("at 1x: success ratio %.3f (shed %v), want >= 0.95", got, res.shed)
+			}
+			if got := res.waitQuantile(0.99); got > 150*time.Millisecond {
+				t.Errorf("at 1x: p99 queueing delay %v, want <= 150ms", got)
 			}
 		})
 	})
@@ -303,7 +321,7 @@ func TestDeadlines(t *testing.T) {
 		// Teach the controller its service time.
 		p := mustAcquire(t, c)
 		time.Sleep(service)
-		p.Done(limit.Sample{Now: time.Now(), RTT: service})
+		p.DoneSample(limit.Sample{Now: time.Now(), RTT: service})
 
 		// Already hopeless on arrival: shed at once, without waiting.
 		held := mustAcquire(t, c)
@@ -329,8 +347,8 @@ func TestDeadlines(t *testing.T) {
 		} else {
 			r.p.Release()
 		}
-		if st := c.Stats(); st.Shed["deadline"] != 2 {
-			t.Fatalf("got %d deadline sheds, want 2", st.Shed["deadline"])
+		if st := c.Stats(); st.Shed[admission.ReasonDeadline] != 2 {
+			t.Fatalf("got %d deadline sheds, want 2", st.Shed[admission.ReasonDeadline])
 		}
 	})
 }

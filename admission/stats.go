@@ -1,6 +1,10 @@
 package admission
 
-import "time"
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
 
 // Stats is a snapshot of a Controller's state and counters.
 type Stats struct {
@@ -24,6 +28,47 @@ type Stats struct {
 	AdmittedAfterWait uint64 `json:"admittedAfterWait"`
 	// Cancelled counts queued requests whose caller gave up (context done).
 	Cancelled uint64 `json:"cancelled"`
-	// Shed counts shed requests by reason (keys are Reason strings).
-	Shed map[string]uint64 `json:"shed"`
+	// Shed counts shed requests by reason: Shed[ReasonCoDel].
+	Shed ShedCounts `json:"shed"`
+}
+
+// ShedCounts counts shed requests, indexed by Reason. It is an array, so a
+// Stats snapshot allocates nothing; in JSON it is an object keyed by the
+// reasons' strings ({"queue-full": 2, ...}), ReasonNone left out.
+type ShedCounts [numReasons]uint64
+
+// Total returns the requests shed for any reason.
+func (s *ShedCounts) Total() uint64 {
+	var n uint64
+	for _, v := range s {
+		n += v
+	}
+	return n
+}
+
+// MarshalJSON writes the counts as an object keyed by reason.
+func (s ShedCounts) MarshalJSON() ([]byte, error) {
+	m := make(map[string]uint64, numReasons-1)
+	for r := ReasonQueueFull; r < numReasons; r++ {
+		m[r.String()] = s[r]
+	}
+	return json.Marshal(m)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes; an unknown reason is an
+// error.
+func (s *ShedCounts) UnmarshalJSON(b []byte) error {
+	var m map[string]uint64
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	*s = ShedCounts{}
+	for k, v := range m {
+		r, ok := parseReason(k)
+		if !ok {
+			return fmt.Errorf("admission: unknown shed reason %q", k)
+		}
+		s[r] = v
+	}
+	return nil
 }

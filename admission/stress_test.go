@@ -43,7 +43,7 @@ func TestStressHardLimit(t *testing.T) {
 							break
 						}
 					}
-					c.SetLimit(n)
+					c.SetCeiling(n)
 				default:
 					ctx, cancel := context.WithCancel(context.Background())
 					if op < 3 {
@@ -176,7 +176,7 @@ func runOps(t *testing.T, ops []byte) {
 			}
 		case 4, 5: // change the limit
 			limit = 1 + int(op/8)%4
-			c.SetLimit(limit)
+			c.SetCeiling(limit)
 		case 6: // let time pass: queue timeouts fire
 			time.Sleep(20 * time.Millisecond)
 		case 7:

@@ -1,0 +1,106 @@
+package admission_test
+
+import (
+	"net/http/httptest"
+	"net/netip"
+	"testing"
+
+	"github.com/sluicehq/sluice/admission"
+)
+
+// A proxy trusted for X-Forwarded-For is not trusted for Sluice-*, and a
+// peer trusted for Sluice-* is not trusted for X-Forwarded-For: trusting a
+// load balancer to name the client must not let the client behind it
+// raise its own priority.
+func TestClassifierTrustSplit(t *testing.T) {
+	c := &admission.Classifier{
+		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")},
+		TrustedPeers:   []netip.Prefix{netip.MustParsePrefix("192.168.0.0/16")},
+		Tenant:         admission.TenantKey{Kind: admission.TenantClientIP},
+	}
+	hdr := map[string]string{"Sluice-Priority": "critical-plus", "X-Forwarded-For": "198.51.100.7"}
+	tests := []struct {
+		name         string
+		peer         string
+		wantPriority admission.Priority
+		wantTenant   string
+		wantPeer     bool
+		wantProxy    bool
+	}{
+		{"trusted proxy: client named, priority not raised", "10.1.1.1:1", admission.Critical, "198.51.100.7", false, true},
+		{"trusted peer: priority raised, client not renamed", "192.168.1.1:1", admission.CriticalPlus, "192.168.1.1", true, false},
+		{"nobody: neither", "203.0.113.5:1", admission.Critical, "203.0.113.5", false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequest("GET", "/", nil)
+			r.RemoteAddr = tt.peer
+			for k, v := range hdr {
+				r.Header.Set(k, v)
+			}
+			got := c.Classify(r)
+			if got.Priority != tt.wantPriority || got.Tenant != tt.wantTenant {
+				t.Errorf("got priority %v tenant %q, want %v %q", got.Priority, got.Tenant, tt.wantPriority, tt.wantTenant)
+			}
+			if p, x := c.Trusted(r), c.TrustedProxy(r); p != tt.wantPeer || x != tt.wantProxy {
+				t.Errorf("got Trusted %v TrustedProxy %v, want %v %v", p, x, tt.wantPeer, tt.wantProxy)
+			}
+		})
+	}
+}
+
+// Route prefixes match the cleaned path without regard to case, so that
+// spellings a worker serves alike cannot skip the route.
+func TestClassifierPathMatching(t *testing.T) {
+	c := &admission.Classifier{Rules: []admission.Rule{{PathPrefix: "/api", Priority: admission.Sheddable}}}
+	tests := []struct {
+		target string
+		want   admission.Priority
+	}{
+		{"/api/x", admission.Sheddable},
+		{"/API/x", admission.Sheddable},
+		{"/Api/X", admission.Sheddable},
+		{"//api/x", admission.Sheddable},
+		{"/./api/x", admission.Sheddable},
+		{"/api/../api/x", admission.Sheddable},
+		{"/other/../api/x", admission.Sheddable},
+		{"/%61pi/x", admission.Sheddable},
+		{"/%41PI/x", admission.Sheddable},
+		{"/api", admission.Sheddable},
+		{"/apix", admission.Sheddable}, // a prefix of the path, not of a segment
+		{"/api/..", admission.Critical},
+		{"/ap", admission.Critical},
+		{"/x/api", admission.Critical},
+		{"/", admission.Critical},
+	}
+	for _, tt := range tests {
+		t.Run(tt.target, func(t *testing.T) {
+			r := httptest.NewRequest("GET", tt.target, nil)
+			if got := c.Classify(r).Priority; got != tt.want {
+				t.Errorf("path %q: got %v, want %v", r.URL.Path, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestCleanPath(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"", "/"},
+		{"/", "/"},
+		{"api/x", "/api/x"},
+		{"/api/x/", "/api/x/"},
+		{"//api//x", "/api/x"},
+		{"/api/./x/", "/api/x/"},
+		{"/a/b/../../api", "/api"},
+		{"/../../api", "/api"},
+		{"/.well-known/x", "/.well-known/x"},
+	}
+	for _, tt := range tests {
+		if got := admission.CleanPath(tt.in); got != tt.want {
+			t.Errorf("CleanPath(%q): got %q, want %q", tt.in, got, tt.want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { admission.CleanPath("/api/v1/users/42") }); n != 0 {
+		t.Errorf("CleanPath of a clean path: got %v allocations, want 0", n)
+	}
+}
