@@ -1,28 +1,86 @@
 package server
 
 import (
+	"container/list"
+	"crypto/tls"
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"sync"
 	"sync/atomic"
 )
 
-// connCounter counts a server's client connections.
+// connCounter counts a server's client connections and keeps those idle
+// between requests in the order they went idle, so that the limit can
+// reclaim the one idle longest.
+//
+// Lock order: mu is a leaf.
 type connCounter struct {
-	open    atomic.Int64
-	refused atomic.Uint64
+	open      atomic.Int64
+	refused   atomic.Uint64
+	reclaimed atomic.Uint64
+	probeOnly atomic.Int64
+
+	mu   sync.Mutex
+	idle list.List // of *countedConn, longest idle first
 }
 
-// limitListener closes the connections it accepts while max are open
-// (max <= 0: no bound) and counts the others until they close. Accept is
-// called by one goroutine (http.Server.Serve), so the check and the count
-// cannot interleave with another accept; closes only lower the count.
+// setState follows net/http's view of c (http.Server.ConnState).
+func (cc *connCounter) setState(c *countedConn, s http.ConnState) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if s == http.StateIdle {
+		if c.idleAt == nil && !c.closed.Load() {
+			c.idleAt = cc.idle.PushBack(c)
+		}
+		return
+	}
+	if c.idleAt != nil {
+		cc.idle.Remove(c.idleAt)
+		c.idleAt = nil
+	}
+}
+
+// idleCount is the number of connections idle between requests.
+func (cc *connCounter) idleCount() int64 {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	return int64(cc.idle.Len())
+}
+
+// reclaim closes the connection idle longest, if any, and reports whether
+// it did. A request arriving on it in that instant sees the connection
+// close, as with any keep-alive timeout; clients retry such requests.
+func (cc *connCounter) reclaim() bool {
+	cc.mu.Lock()
+	e := cc.idle.Front()
+	if e == nil {
+		cc.mu.Unlock()
+		return false
+	}
+	c := cc.idle.Remove(e).(*countedConn)
+	c.idleAt = nil
+	cc.mu.Unlock()
+	c.Close()
+	cc.reclaimed.Add(1)
+	return true
+}
+
+// limitListener bounds the open connections (max <= 0: no bound). At the
+// bound it first closes the connection idle longest to make room; failing
+// that, it accepts up to probes more connections that only the probes are
+// answered on (probeOnly); beyond those it closes new connections at once,
+// unread. Accept is called by one goroutine (http.Server.Serve), so the
+// check and the count cannot interleave with another accept; closes only
+// lower the count.
 type limitListener struct {
 	net.Listener
-	max   int64
-	conns *connCounter
-	log   *slog.Logger
-	full  bool // the last connection accepted was refused; Accept only
+	max    int64
+	probes int64
+	conns  *connCounter
+	log    *slog.Logger
+	full   bool // the last connection accepted was refused; Accept only
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
@@ -31,21 +89,29 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		if l.max > 0 && l.conns.open.Load() >= l.max {
-			c.Close()
-			l.conns.refused.Add(1)
-			if !l.full {
-				l.full = true
-				l.log.Warn("server: connection limit reached, refusing connections", "maxConnections", l.max)
+		probeOnly := false
+		if l.max > 0 && l.conns.open.Load() >= l.max && (!l.conns.reclaim() || l.conns.open.Load() >= l.max) {
+			// (A reclaimed connection may have been one for probes only.)
+			if l.conns.open.Load() >= l.max+l.probes {
+				c.Close()
+				l.conns.refused.Add(1)
+				if !l.full {
+					l.full = true
+					l.log.Warn("server: connection limit reached, refusing connections", "maxConnections", l.max)
+				}
+				continue
 			}
-			continue
+			probeOnly = true
 		}
-		if l.full {
+		if l.full && !probeOnly {
 			l.full = false
 			l.log.Info("server: accepting connections again", "refused", l.conns.refused.Load())
 		}
 		l.conns.open.Add(1)
-		return &countedConn{Conn: c, conns: l.conns}, nil
+		if probeOnly {
+			l.conns.probeOnly.Add(1)
+		}
+		return &countedConn{Conn: c, conns: l.conns, probeOnly: probeOnly}, nil
 	}
 }
 
@@ -55,13 +121,19 @@ func (l *limitListener) Accept() (net.Conn, error) {
 // sendfile.
 type countedConn struct {
 	net.Conn
-	conns  *connCounter
-	closed atomic.Bool
+	conns     *connCounter
+	probeOnly bool          // accepted beyond the limit: probes only
+	idleAt    *list.Element // in conns.idle; guarded by conns.mu
+	closed    atomic.Bool
 }
 
 func (c *countedConn) Close() error {
 	if c.closed.CompareAndSwap(false, true) {
 		c.conns.open.Add(-1)
+		if c.probeOnly {
+			c.conns.probeOnly.Add(-1)
+		}
+		c.conns.setState(c, http.StateClosed)
 	}
 	return c.Conn.Close()
 }
@@ -78,4 +150,14 @@ func (c *countedConn) ReadFrom(r io.Reader) (int64, error) {
 		return rf.ReadFrom(r)
 	}
 	return io.Copy(struct{ io.Writer }{c.Conn}, r)
+}
+
+// counted returns the countedConn under c (net/http hands ConnState a
+// *tls.Conn for HTTPS), nil when there is none.
+func counted(c net.Conn) *countedConn {
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
+	cc, _ := c.(*countedConn)
+	return cc
 }

@@ -6,7 +6,11 @@ import (
 	"strconv"
 )
 
-// front answers the probes and hands every other request to Handler.
+// connKey is the context key of the request's *countedConn.
+type connKey struct{}
+
+// front answers the probes and hands every other request to Handler, but
+// on a connection accepted for probes only.
 func (s *Server) front(c config, rs *runState) http.Handler {
 	next := s.Handler
 	if next == nil {
@@ -14,6 +18,17 @@ func (s *Server) front(c config, rs *runState) http.Handler {
 	}
 	ready := s.Ready
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c.send > 0 {
+			sw := newSendWriter(w, c.send)
+			defer sw.end()
+			w = sw
+		}
+		cc, _ := r.Context().Value(connKey{}).(*countedConn)
+		if cc != nil && cc.probeOnly {
+			// One answer per connection beyond the limit: it must not
+			// sit idle in the reserve.
+			w.Header().Set("Connection", "close")
+		}
 		switch r.URL.Path {
 		case c.health:
 			probe(w, r, http.StatusOK, "ok")
@@ -24,6 +39,11 @@ func (s *Server) front(c config, rs *runState) http.Handler {
 			} else {
 				probe(w, r, http.StatusOK, "ready")
 			}
+			return
+		}
+		if cc != nil && cc.probeOnly {
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "connection limit reached", http.StatusServiceUnavailable)
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -30,17 +30,24 @@
 //     client goes away) is bound by it.
 //   - There is no WriteTimeout: net/http's is a bound on the whole response
 //     (from the end of the request's headers), which would cut every
-//     long-lived stream, as the seed's single inactivity timer does. A
-//     client that vanishes mid-response is caught by TCP (retransmissions
-//     time out); one that keeps its connection but stops reading blocks
-//     the handler's writes, and a handler that must bound that sets a
-//     deadline per write with http.ResponseController.SetWriteDeadline.
+//     long-lived stream, as the seed's single inactivity timer does.
+//     SendTimeout bounds progress instead: each write of the response (and
+//     the last flush, after the handler returns) must be taken by the
+//     client within it, so a client that keeps its connection but stops
+//     reading is cut (HTTP/1.1: the connection is closed; HTTP/2: the
+//     stream is reset, and the whole connection closed when nothing at all
+//     can be written to it for that long), while a stream that pauses
+//     between writes lives on. The handler's Write then returns an error.
+//     A connection whose last response ended more than SendTimeout ago
+//     cannot carry net/http's own error answers (400, 431) to its next
+//     request: it is closed instead.
 //
 // # Probes
 //
 // HealthPath and ReadyPath are answered before Handler, for GET and HEAD,
 // whatever Handler is doing: a saturated handler (or an admission queue in
-// front of it) never delays or sheds a probe. Liveness is 200 "ok" while the
+// front of it) never delays or sheds a probe, and neither does the
+// connection limit (see MaxConnections). Liveness is 200 "ok" while the
 // process can serve at all, draining included; readiness is 200 "ready" only
 // while the server accepts work, and 503 "not ready" while Ready reports
 // false and from the first instant of a drain.
@@ -81,8 +88,12 @@ const (
 	DefaultDrainDelay       = 5 * time.Second
 	DefaultMaxHeaderBytes   = 64 << 10
 	DefaultMaxConnections   = 10000
-	DefaultHealthPath       = "/__sluice/health"
-	DefaultReadyPath        = "/__sluice/ready"
+	DefaultProbeConnections = 64
+	// DefaultSendTimeout is nginx's send_timeout.
+	DefaultSendTimeout          = 60 * time.Second
+	DefaultMaxConcurrentStreams = 100
+	DefaultHealthPath           = "/__sluice/health"
+	DefaultReadyPath            = "/__sluice/ready"
 )
 
 // ErrCut is wrapped by the error Serve and Run return when the drain did not
@@ -159,15 +170,36 @@ type Server struct {
 	MaxHeaderBytes int
 
 	// MaxConnections bounds the open client connections. A connection
-	// accepted while MaxConnections are open is closed at once, before any
-	// byte is read or a goroutine started for it: the client sees the
-	// connection close (and a load balancer tries another instance) instead
-	// of waiting in the kernel's accept queue until its connect timeout, as
-	// it would behind golang.org/x/net/netutil.LimitListener. Probes on such
-	// a connection fail too, so keep the bound well above what a healthy
-	// instance holds. Conns reports the count of refused connections. Zero
-	// means DefaultMaxConnections; negative means no bound.
+	// accepted while MaxConnections are open takes the place of the one
+	// idle longest (a keep-alive connection between requests, such as one
+	// parked between pings), which is closed. When none is idle it is
+	// accepted as one of ProbeConnections more, on which only HealthPath
+	// and ReadyPath are answered (anything else gets 503 and the connection
+	// closes), so that probes still answer at the limit. Beyond those it is
+	// closed at once, before any byte is read or a goroutine started for
+	// it: the client sees the connection close (and a load balancer tries
+	// another instance) instead of waiting in the kernel's accept queue
+	// until its connect timeout, as it would behind
+	// golang.org/x/net/netutil.LimitListener. Conns reports the counts.
+	// Zero means DefaultMaxConnections; negative means no bound.
 	MaxConnections int
+
+	// ProbeConnections is how many connections beyond MaxConnections are
+	// accepted for probes only. Zero means DefaultProbeConnections;
+	// negative means none.
+	ProbeConnections int
+
+	// SendTimeout bounds the client's progress in taking a response: each
+	// write of it, and its last flush, must be taken within SendTimeout
+	// (see the package doc). Zero means DefaultSendTimeout; negative means
+	// no bound.
+	SendTimeout time.Duration
+
+	// MaxConcurrentStreams bounds the open streams of one HTTP/2
+	// connection (SETTINGS_MAX_CONCURRENT_STREAMS); a client opening more
+	// has them refused, and one that keeps doing so is disconnected by
+	// net/http. Zero means DefaultMaxConcurrentStreams.
+	MaxConcurrentStreams int
 
 	// HealthPath is the liveness probe's path. Empty means DefaultHealthPath.
 	HealthPath string
@@ -233,18 +265,29 @@ func (s *Server) Cut() {
 
 // ConnStats counts client connections.
 type ConnStats struct {
-	// Open is the number of client connections open now.
+	// Open is the number of client connections open now, Idle and
+	// ProbeOnly included.
 	Open int64 `json:"open"`
+	// Idle is the number of open connections between requests (HTTP/2:
+	// with no open stream): kept alive, doing no work.
+	Idle int64 `json:"idle"`
+	// ProbeOnly is the number of open connections accepted beyond
+	// MaxConnections, for probes only.
+	ProbeOnly int64 `json:"probeOnly"`
 	// Refused counts connections closed at accept because MaxConnections
-	// were open.
+	// and ProbeConnections were open.
 	Refused uint64 `json:"refused"`
+	// Reclaimed counts idle connections closed to make room for a new one
+	// at MaxConnections.
+	Reclaimed uint64 `json:"reclaimed"`
 }
 
 // Conns returns the server's connection counts. It is safe for concurrent
 // use, before, during and after Serve.
 func (s *Server) Conns() ConnStats {
 	c := &s.run().conns
-	return ConnStats{Open: c.open.Load(), Refused: c.refused.Load()}
+	return ConnStats{Open: c.open.Load(), Idle: c.idleCount(), ProbeOnly: c.probeOnly.Load(),
+		Refused: c.refused.Load(), Reclaimed: c.reclaimed.Load()}
 }
 
 // Run listens on Addr and serves until ctx is done, then drains; see Serve.
@@ -290,7 +333,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 
 	c := s.config()
 	hs := s.httpServer(c, rs)
-	ln = &limitListener{Listener: ln, max: int64(c.maxConns), conns: &rs.conns, log: c.log}
+	ln = &limitListener{Listener: ln, max: int64(c.maxConns), probes: int64(max(c.probeConns, 0)), conns: &rs.conns, log: c.log}
 	tlsOn := s.TLSConfig != nil || s.CertFile != "" || s.KeyFile != ""
 
 	served := make(chan error, 1)
@@ -317,7 +360,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 // config is a Server's configuration with the defaults applied.
 type config struct {
 	keepAlive, headers, request, shutdown, drainDelay time.Duration
-	maxHeaderBytes, maxConns                          int
+	send                                              time.Duration
+	maxHeaderBytes, maxConns, probeConns, h2Streams   int
 	health, ready                                     string
 	log                                               *slog.Logger
 }
@@ -331,6 +375,9 @@ func (s *Server) config() config {
 		drainDelay:     orDefault(s.DrainDelay, DefaultDrainDelay),
 		maxHeaderBytes: orDefault(s.MaxHeaderBytes, DefaultMaxHeaderBytes),
 		maxConns:       orDefault(s.MaxConnections, DefaultMaxConnections),
+		probeConns:     orDefault(s.ProbeConnections, DefaultProbeConnections),
+		send:           orDefault(s.SendTimeout, DefaultSendTimeout),
+		h2Streams:      cmp.Or(max(s.MaxConcurrentStreams, 0), DefaultMaxConcurrentStreams),
 		health:         cmp.Or(s.HealthPath, DefaultHealthPath),
 		ready:          cmp.Or(s.ReadyPath, DefaultReadyPath),
 		log:            s.Logger,
@@ -373,6 +420,25 @@ func (s *Server) httpServer(c config, rs *runState) *http.Server {
 		MaxHeaderBytes:    max(c.maxHeaderBytes, 0),
 		Protocols:         &protos,
 		ErrorLog:          log.New(logWriter{c.log}, "", 0),
+		HTTP2: &http.HTTP2Config{
+			MaxConcurrentStreams: c.h2Streams,
+			// The protocol's minimum frame size: a client may not make
+			// the server read (and hold) frames of up to 16 MiB.
+			MaxReadFrameSize: 16 << 10,
+			// Flow-control windows bound what a client may send ahead of
+			// the handler: 256 KiB per stream, 1 MiB per connection.
+			MaxReceiveBufferPerStream:     256 << 10,
+			MaxReceiveBufferPerConnection: 1 << 20,
+			WriteByteTimeout:              max(c.send, 0),
+		},
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, connKey{}, counted(c))
+		},
+		ConnState: func(c net.Conn, st http.ConnState) {
+			if cc := counted(c); cc != nil {
+				rs.conns.setState(cc, st)
+			}
+		},
 	}
 	return hs
 }

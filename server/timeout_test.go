@@ -79,6 +79,9 @@ func TestKeepAliveTimeout(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close()
+		// The server's idle wait may start before the client has read the
+		// response: measured from the request, the cut is never early.
+		sent := time.Now()
 		io.WriteString(c, "GET / HTTP/1.1\r\nHost: sluice\r\n\r\n")
 		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 		if err != nil {
@@ -88,7 +91,7 @@ func TestKeepAliveTimeout(t *testing.T) {
 		if resp.Close {
 			t.Fatal("response closes the connection, want keep-alive")
 		}
-		checkCut(t, "idle connection", waitEOF(t, c, time.Now()), short)
+		checkCut(t, "idle connection", waitEOF(t, c, sent), short)
 	})
 	t.Run("HTTP/2", func(t *testing.T) {
 		cert, pool := selfSigned(t)
@@ -97,11 +100,14 @@ func TestKeepAliveTimeout(t *testing.T) {
 			TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}},
 		})
 		h := dialH2(t, r.addr, pool)
+		// The server's idle wait starts when it closes the stream, which
+		// may be before the client has read the response: measured from
+		// the request, the cut is never early.
+		idle := time.Now()
 		h.request(1, "GET", "/", true)
 		if status, _ := h.response(1); status != "404" {
 			t.Fatalf("got %s, want 404", status)
 		}
-		idle := time.Now()
 		f := h.next()
 		if f.typ != http2.FrameGoAway {
 			t.Fatalf("got %v frame, want GOAWAY", f.typ)
