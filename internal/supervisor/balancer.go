@@ -13,8 +13,13 @@ type Endpoint struct {
 	// Addr is "127.0.0.1:PORT" for tcp or a socket path for unix.
 	Addr string
 	// Concurrency is how many requests the worker may hold at once: 1 for
-	// a single-threaded renderer.
+	// a single-threaded renderer. With Adaptive it is the most the worker
+	// may ever be given.
 	Concurrency int
+	// Adaptive asks the proxy to find the worker's limit at run time, in
+	// [1, Concurrency], from the saturation the worker reports on its
+	// responses or else from its latency.
+	Adaptive bool
 }
 
 // Balancer receives the supervisor's decisions about which endpoints may
@@ -34,6 +39,12 @@ type Endpoint struct {
 // Implementations must not call back into the Supervisor or Static from these
 // methods (they are called from its goroutines, never under its locks, but
 // some of its methods wait for them).
+//
+// The one way back is Supervisor.Kill, for what only the balancer can see:
+// a worker that holds a request and never answers (an endless loop). The
+// proxy calls it from its own goroutines (proxy.Options.OnHung, wired by
+// sluice serve) after taking the worker out of rotation; Remove follows
+// once the worker has been reaped, and a successor is Added in its slot.
 type Balancer interface {
 	// Add makes e eligible for new requests. It must not block.
 	Add(e Endpoint)

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-func TestCrashLoopStopsRestarts(t *testing.T) {
+func TestCrashLoopPausesRestarts(t *testing.T) {
 	tests := []struct {
 		name     string
 		up       time.Duration // how long each worker serves before crashing
@@ -34,7 +34,7 @@ func TestCrashLoopStopsRestarts(t *testing.T) {
 						t.Fatalf("crash %d: restarted %v", i+1, restarted)
 					}
 				}
-				time.Sleep(time.Hour)
+				time.Sleep(30 * time.Second) // within the pause (one window)
 				synctest.Wait()
 				st := h.sup.Stats()
 				if st.CrashLooping != tt.wantLoop || st.Ready == tt.wantLoop || h.sup.Ready() == tt.wantLoop {
@@ -78,7 +78,7 @@ func TestRollingRestartEndsCrashLoop(t *testing.T) {
 		h := startHarness(t, Options{Count: 2, CrashLoopExits: 1, BackoffJitter: -1}, nil)
 		h.env.proc(1).crash(errors.New("exit status 1"))
 		h.env.proc(2).crash(errors.New("exit status 1"))
-		time.Sleep(time.Hour)
+		time.Sleep(30 * time.Second) // within the pause
 		synctest.Wait()
 		if st := h.sup.Stats(); !st.CrashLooping || st.Ready {
 			t.Fatalf("after 2 crashes: got crashLooping %v ready %v, want true false", st.CrashLooping, st.Ready)
@@ -103,4 +103,67 @@ func TestRollingRestartEndsCrashLoop(t *testing.T) {
 			t.Errorf("ready workers after RollingRestart: got %d, want 2 (%+v)", live, st.Workers)
 		}
 	})
+}
+
+// A tripped guard pauses restarts for one window, then re-arms by itself
+// and restarts every empty slot; a pool that crash-loops again right after
+// pauses twice as long, up to maxCrashLoopPause.
+func TestCrashLoopRearmsAfterPause(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const window = time.Minute
+		h := startHarness(t, Options{Count: 2, CrashLoopExits: 1, CrashLoopWindow: window, BackoffJitter: -1}, nil)
+		crashBoth := func() time.Time {
+			h.env.proc(h.current(0)).crash(errors.New("exit status 1"))
+			h.env.proc(h.current(1)).crash(errors.New("exit status 1"))
+			synctest.Wait()
+			return time.Now()
+		}
+		for i, wantPause := range []time.Duration{window, 2 * window, 4 * window} {
+			tripped := crashBoth()
+			st := h.sup.Stats()
+			if !st.CrashLooping || st.Ready {
+				t.Fatalf("trip %d: got crashLooping %v ready %v, want true false", i+1, st.CrashLooping, st.Ready)
+			}
+			if got := st.CrashLoopUntil.Sub(tripped); got != wantPause {
+				t.Errorf("trip %d: got a pause of %v, want %v", i+1, got, wantPause)
+			}
+			n := len(h.env.startTimes())
+			time.Sleep(wantPause - time.Nanosecond)
+			synctest.Wait()
+			if got := len(h.env.startTimes()); got != n {
+				t.Fatalf("trip %d: %d workers started during the pause, want none", i+1, got-n)
+			}
+			time.Sleep(time.Nanosecond)
+			synctest.Wait()
+			if got := len(h.env.startTimes()) - n; got != 2 {
+				t.Fatalf("trip %d: %d workers started when the pause ended, want 2", i+1, got)
+			}
+			if st := h.sup.Stats(); st.CrashLooping || !st.Ready {
+				t.Fatalf("trip %d: after the pause got crashLooping %v ready %v, want false true", i+1, st.CrashLooping, st.Ready)
+			}
+		}
+		if got := h.logs.count(slog.LevelError, "crash-looping"); got != 3 {
+			t.Errorf("crash-loop errors logged: got %d, want 3", got)
+		}
+
+		// A pool that then runs well for two windows starts over at one.
+		time.Sleep(2 * window)
+		tripped := crashBoth()
+		if got := h.sup.Stats().CrashLoopUntil.Sub(tripped); got != window {
+			t.Errorf("after a good run: got a pause of %v, want %v", got, window)
+		}
+	})
+}
+
+func TestCrashLoopPauseIsBounded(t *testing.T) {
+	s := &Supervisor{opts: Options{CrashLoopWindow: time.Minute}}
+	now := time.Unix(0, 0)
+	var got time.Duration
+	for range 20 {
+		got = s.tripLocked(now)
+		now = s.rearmAt // trips back to back
+	}
+	if got != maxCrashLoopPause {
+		t.Errorf("got a pause of %v after 20 trips, want %v", got, maxCrashLoopPause)
+	}
 }

@@ -45,11 +45,21 @@
 // and its slot restarted after an exponential backoff, from BackoffMin to
 // BackoffMax with jitter, reset when the worker had served for
 // StableAfter. More than CrashLoopExits such exits within CrashLoopWindow
-// across all slots trip the crash-loop guard: restarts stop, an Error is
+// across all slots trip the crash-loop guard: restarts pause, an Error is
 // logged and Ready turns false, so that sluice's readiness takes the
-// instance out of its load balancer instead of restarting a broken
-// deploy forever. The workers still alive keep serving. RollingRestart
-// (after deploying a fix) clears the guard and refills every slot.
+// instance out of its load balancer. The workers still alive keep
+// serving. The pause lasts CrashLoopWindow, twice as long for each trip
+// that follows the last pause closely (up to maxCrashLoopPause); then the
+// guard re-arms by itself and every empty slot restarts: a transient cause
+// (a database away for a minute) heals without an operator, a broken
+// deploy costs a few restarts an hour. RollingRestart (after deploying a
+// fix) clears the guard at once and refills every slot. Liveness
+// (/__sluice/health) does not follow the guard: restarting sluice would
+// restart the same workers, which the supervisor does anyway.
+//
+// A worker the proxy found hung (silent past its budget and grace while
+// holding a slot) is killed with Kill: SIGKILL to its group, then the same
+// path as a crash.
 //
 // # Rolling restart and shutdown
 //
@@ -74,8 +84,14 @@
 // their parent-death signal (Pdeathsig). That signal follows the OS thread
 // that forked the worker, not the process (Go issue #27505), so every
 // worker is forked from one goroutine locked to its thread for the whole
-// life of the supervisor (see spawner). A descendant that leaves the
-// process group (setsid) is beyond reach: nothing can promise more. When
+// life of the supervisor (see spawner). It reaches the worker's main
+// process only: an `sh -c` or `npm start` worker's server would outlive
+// sluice. With Options.Guard (sluice sets its own binary) each worker runs
+// under a guard process that kills the worker's whole group when sluice
+// dies, by any means, on any unix (see GuardMain); sluice warns at start
+// when it cannot find its executable to use as the guard. A descendant
+// that leaves the process group (setsid) is beyond reach: nothing can
+// promise more. When
 // sluice runs as PID 1 in a container it does not reap processes that are
 // not its own children: run it under an init (docker run --init, tini).
 //

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"syscall"
 	"time"
@@ -39,6 +40,11 @@ type procSpec struct {
 	Dir    string
 	Stdout io.Writer // receives whole lines, each ending in "\n"
 	Stderr io.Writer
+	// Guard, when set, is the program started in Path's place, with Args
+	// after it, as the process group's guard (see GuardMain), and Lifeline
+	// the read end of the pipe it watches.
+	Guard    string
+	Lifeline *os.File
 }
 
 // process is a started worker process.

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/supervisor"
 )
 
 // The test binary doubles as the processes the integration tests start,
@@ -27,6 +29,7 @@ import (
 const roleLifetime = 60 * time.Second
 
 func TestMain(m *testing.M) {
+	supervisor.GuardMain() // the test binary is the guard too (Options.Guard)
 	switch os.Getenv("SLUICE_TEST_ROLE") {
 	case "":
 		os.Exit(m.Run())

@@ -49,8 +49,11 @@ type Options struct {
 	Count int
 	// Concurrency is how many requests one worker may hold at once
 	// (Endpoint.Concurrency). Zero means 1, right for single-threaded
-	// renderers.
+	// renderers. With Adaptive it is the maximum.
 	Concurrency int
+	// Adaptive lets the proxy find each worker's limit at run time, in
+	// [1, Concurrency] (Endpoint.Adaptive).
+	Adaptive bool
 	// Env is extra KEY=VALUE pairs added to sluice's own environment. The
 	// variables the supervisor sets (PORT or SLUICE_SOCKET,
 	// SLUICE_WORKER_ID, SLUICE_WORKER_SLOT) win over them.
@@ -109,6 +112,16 @@ type Options struct {
 	// StopTimeout is how long a worker has to exit after SIGTERM before it
 	// is sent SIGKILL. Zero means DefaultStopTimeout.
 	StopTimeout time.Duration
+
+	// Guard is a program that calls GuardMain first thing (sluice passes
+	// its own executable): each worker then runs under a guard process
+	// that kills the worker's whole process group when sluice dies, even by
+	// SIGKILL, grandchildren included (see GuardMain's file). Empty means
+	// no guard: on Linux the parent-death signal still kills the worker's
+	// main process, but not what it started (an `sh -c` or `npm start`
+	// worker's server outlives a SIGKILLed sluice); elsewhere nothing does.
+	// Worker PIDs are then the guards'.
+	Guard string
 
 	// Logger receives the supervisor's events. Nil means they are
 	// discarded.

@@ -43,7 +43,14 @@ func (b *pidBalancer) Remove(int)                       {}
 // is ready; it runs until killed (or roleLifetime).
 func runSupervisorHelper() int {
 	b := &pidBalancer{}
-	sup, err := supervisor.New(b, supervisor.Options{Command: []string{os.Args[0]}, Count: 1, Env: workerEnv()})
+	o := supervisor.Options{Command: []string{os.Args[0]}, Count: 1, Env: workerEnv()}
+	if os.Getenv("SLUICE_TEST_GUARD") == "1" {
+		// A guarded worker with a child of its own; the child's PID is
+		// printed through Output as "worker ID: child PID".
+		o.Guard, o.Output = os.Args[0], os.Stdout
+		o.Env = workerEnv("SLUICE_TEST_CHILD=1")
+	}
+	sup, err := supervisor.New(b, o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

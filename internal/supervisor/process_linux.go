@@ -31,3 +31,9 @@ func waitExited(pid int) error {
 		return nil
 	}
 }
+
+// guardChildAttr is the command's under a guard: in the guard's group,
+// killed if the guard dies.
+func guardChildAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+}

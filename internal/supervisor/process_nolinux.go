@@ -16,3 +16,6 @@ func sysProcAttr() *syscall.SysProcAttr {
 // waitExited is not available here: Wait reaps first, then stops signalling,
 // which leaves a short window in which a reused PID could be signalled.
 func waitExited(int) error { return errors.ErrUnsupported }
+
+// guardChildAttr is the command's under a guard: in the guard's group.
+func guardChildAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{} }

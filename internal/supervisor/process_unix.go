@@ -36,8 +36,16 @@ func startProcess(spec procSpec) (process, error) {
 	cmd := exec.Command(spec.Path)
 	cmd.Args = spec.Args
 	cmd.Env = spec.Env
-	cmd.Dir = spec.Dir
 	cmd.SysProcAttr = sysProcAttr()
+	if spec.Guard != "" {
+		cmd = exec.Command(spec.Guard, spec.Args...)
+		cmd.Env = append(spec.Env, guardEnv+"=3")
+		cmd.ExtraFiles = []*os.File{spec.Lifeline} // fd 3
+		// No parent-death signal for the guard: it must outlive sluice
+		// for as long as it takes to kill its group.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	}
+	cmd.Dir = spec.Dir
 
 	// Our own pipes rather than cmd.StdoutPipe: exec closes those in Wait,
 	// losing the last lines, and waits for copiers a grandchild may block.

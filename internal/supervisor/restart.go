@@ -15,7 +15,7 @@ import (
 //
 // It clears the crash-loop guard first, and fills slots that have no live
 // worker: after a crash loop, deploying a fix and calling RollingRestart
-// brings the pool back.
+// brings the pool back without waiting for the guard's pause to end.
 //
 // If a replacement fails to become ready, RollingRestart stops there and
 // returns the error; the old worker of that slot keeps serving. If ctx ends
@@ -41,6 +41,7 @@ func (s *Supervisor) RollingRestart(ctx context.Context) error {
 	}
 	s.crashLoop = false
 	s.guard.reset()
+	s.trips = 0
 	n := len(s.slots)
 	s.mu.Unlock()
 

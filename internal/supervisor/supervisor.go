@@ -50,13 +50,17 @@ type Supervisor struct {
 	started   bool // Run was called
 	closed    bool // quit is closed
 	sp        *spawner
-	dir       string // private directory for unix sockets
+	dir       string   // private directory for unix sockets
+	lifeline  *os.File // read end of the guards' pipe (Options.Guard)
+	lifeKeep  *os.File // its write end, open until Run returns
 	nextID    int
 	slots     []slot
 	workers   map[int]*worker // not yet reaped, plus each slot's current worker
 	guard     crashGuard
-	crashLoop bool
-	exits     int // unexpected exits
+	crashLoop bool      // the guard tripped: restarts wait for rearmAt
+	rearmAt   time.Time // when the current or last cool-down ends
+	trips     int       // cool-downs in a row, for their length
+	exits     int       // unexpected exits
 }
 
 // slot is one of the Count places a worker runs in; guarded by mu.
@@ -122,6 +126,15 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		}
 		s.dir = dir
 	}
+	if s.opts.Guard != "" {
+		r, w, err := os.Pipe()
+		if err != nil {
+			s.closeLocked()
+			s.mu.Unlock()
+			return fmt.Errorf("supervisor: guard lifeline: %w", err)
+		}
+		s.lifeline, s.lifeKeep = r, w
+	}
 	s.sp = newSpawner()
 	s.slots = make([]slot, s.opts.Count)
 	for i := range s.slots {
@@ -151,6 +164,12 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	}
 	s.wg.Wait()
 	s.sp.stop()
+	if s.lifeKeep != nil {
+		// Every worker has been reaped; a guard that somehow survived
+		// takes its group down now.
+		s.lifeKeep.Close()
+		s.lifeline.Close()
+	}
 	if s.dir != "" {
 		os.RemoveAll(s.dir)
 	}
@@ -197,7 +216,7 @@ func (s *Supervisor) newWorkerLocked(slot int) *worker {
 		slot:    slot,
 		addedCh: make(chan struct{}),
 		exited:  make(chan struct{}),
-		ep:      Endpoint{ID: s.nextID, Concurrency: s.opts.Concurrency},
+		ep:      Endpoint{ID: s.nextID, Concurrency: s.opts.Concurrency, Adaptive: s.opts.Adaptive},
 	}
 	s.workers[w.id] = w
 	return w
@@ -288,6 +307,8 @@ type WorkerInfo struct {
 type Stats struct {
 	Ready        bool `json:"ready"`
 	CrashLooping bool `json:"crashLooping"`
+	// CrashLoopUntil is when restarts resume, while CrashLooping.
+	CrashLoopUntil time.Time `json:"crashLoopUntil,omitzero"`
 	// Exits counts unexpected exits (crashes and failed starts) since Run.
 	Exits int `json:"exits"`
 	// Workers lists every worker not yet reaped and each slot's current
@@ -300,6 +321,9 @@ func (s *Supervisor) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := Stats{Ready: s.readyLocked(), CrashLooping: s.crashLoop, Exits: s.exits}
+	if s.crashLoop {
+		st.CrashLoopUntil = s.rearmAt
+	}
 	for _, w := range s.workers {
 		wi := WorkerInfo{
 			ID: w.id, Slot: w.slot, PID: w.pid, State: w.state,

@@ -68,6 +68,7 @@ type worker struct {
 	added       bool
 	stopping    bool               // sluice asked it to go: its exit is expected
 	termSent    bool               // SIGTERM delivered
+	killed      bool               // Kill sent SIGKILL
 	cancelStart context.CancelFunc // ends readiness checks and warm-up early
 	exitErr     error
 }
@@ -82,14 +83,22 @@ func (s *Supervisor) live(w *worker) {
 		if !restart {
 			return
 		}
-		t := time.NewTimer(delay)
-		select {
-		case <-t.C:
-		case <-s.quit:
-			t.Stop()
-			return
+		var next *worker
+		for {
+			t := time.NewTimer(delay)
+			select {
+			case <-t.C:
+			case <-s.quit:
+				t.Stop()
+				return
+			}
+			// A crash-loop cool-down may have begun (or been extended)
+			// while the slot waited: then it waits for its end.
+			if next, delay = s.successor(w); delay <= 0 {
+				break
+			}
 		}
-		w = s.successor(w)
+		w = next
 	}
 }
 
@@ -157,12 +166,14 @@ func (s *Supervisor) prepare(w *worker) (procSpec, error) {
 		"SLUICE_WORKER_ID="+strconv.Itoa(w.id),
 		"SLUICE_WORKER_SLOT="+strconv.Itoa(w.slot))
 	return procSpec{
-		Path:   s.opts.Command[0],
-		Args:   s.opts.Command,
-		Env:    env,
-		Dir:    s.opts.Dir,
-		Stdout: s.out.stream(w.id, "stdout"),
-		Stderr: s.out.stream(w.id, "stderr"),
+		Path:     s.opts.Command[0],
+		Args:     s.opts.Command,
+		Env:      env,
+		Dir:      s.opts.Dir,
+		Stdout:   s.out.stream(w.id, "stdout"),
+		Stderr:   s.out.stream(w.id, "stderr"),
+		Guard:    s.opts.Guard,
+		Lifeline: s.lifeline,
 	}, nil
 }
 
@@ -270,19 +281,22 @@ func (s *Supervisor) accountExit(w *worker, err error) (delay time.Duration, res
 		delete(s.workers, w.id)
 	}
 	tripped := false
+	var cooldown time.Duration
 	if current && !expected && !s.closed {
 		s.exits++
-		switch {
-		case s.guard.record(now):
-			s.crashLoop, tripped = true, true
-		case !s.crashLoop:
+		if !s.crashLoop && s.guard.record(now) {
+			cooldown, tripped = s.tripLocked(now), true
+		}
+		if s.crashLoop {
+			delay = s.rearmAt.Sub(now) // the slot waits out the cool-down
+		} else {
 			if added && now.Sub(w.addedAt) >= s.opts.StableAfter {
 				sl.failures = 0
 			}
 			delay = s.backoff.delay(sl.failures, s.env.rand())
 			sl.failures++
-			restart = true
 		}
+		restart = true
 	}
 	s.mu.Unlock()
 
@@ -298,9 +312,9 @@ func (s *Supervisor) accountExit(w *worker, err error) (delay time.Duration, res
 	case expected:
 		s.log.Info("worker stopped", "worker", w.id, "pid", w.pid, "exit", errString(exitErr))
 	case tripped:
-		s.log.Error("workers are crash-looping: restarts stopped until a rolling restart",
+		s.log.Error("workers are crash-looping: restarts paused, then tried again",
 			"worker", w.id, "exit", errString(exitErr),
-			"exits", s.opts.CrashLoopExits+1, "window", s.opts.CrashLoopWindow)
+			"exits", s.opts.CrashLoopExits+1, "window", s.opts.CrashLoopWindow, "pause", cooldown)
 	case restart:
 		s.log.Warn("worker exited; restarting", "worker", w.id, "slot", w.slot, "pid", w.pid,
 			"exit", errString(exitErr), "delay", delay)
@@ -318,19 +332,30 @@ func errString(err error) string {
 }
 
 // successor registers the worker that replaces dead w in its slot, or
-// returns nil if the slot no longer needs one.
-func (s *Supervisor) successor(w *worker) *worker {
+// returns nil if the slot no longer needs one. During a crash-loop
+// cool-down it returns how much of it is left instead; the first slot to
+// find it over re-arms the guard.
+func (s *Supervisor) successor(w *worker) (*worker, time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sl := &s.slots[w.slot]
-	if s.closed || s.crashLoop || sl.current != w {
-		return nil
+	if s.closed || sl.current != w {
+		return nil, 0
+	}
+	if s.crashLoop {
+		now := time.Now()
+		if left := s.rearmAt.Sub(now); left > 0 {
+			return nil, left
+		}
+		s.crashLoop = false
+		s.guard.reset()
+		s.log.Warn("crash-loop pause over: restarting workers")
 	}
 	nw := s.newWorkerLocked(w.slot)
 	sl.current = nw
 	sl.restarts++
 	delete(s.workers, w.id)
-	return nw
+	return nw, 0
 }
 
 // signal sends sig to w's process group, if it has a live process. SIGTERM
