@@ -99,6 +99,7 @@ type App struct {
 	rendered atomic.Int64
 	inflight atomic.Int64
 	peak     atomic.Int64
+	busy     atomic.Int64 // nanoseconds spent rendering, ever
 }
 
 // Stats is what an App has done.
@@ -132,6 +133,7 @@ func (a *App) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	start := time.Now()
 	sum := a.Work.Do(cpu)
+	a.busy.Add(int64(time.Since(start)))
 	if sleep > 0 {
 		t := time.NewTimer(sleep)
 		select {

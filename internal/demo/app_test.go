@@ -101,3 +101,40 @@ func TestWorkerListener(t *testing.T) {
 		t.Fatalf("got %s %s, want unix %s", ln.Addr().Network(), ln.Addr(), sock)
 	}
 }
+
+func TestSaturationMeter(t *testing.T) {
+	var busy int64
+	start := time.Unix(0, 0)
+	m := &saturationMeter{busy: func() int64 { return busy }, at: start, window: 100 * time.Millisecond}
+	ms := func(n int) time.Time { return start.Add(time.Duration(n) * time.Millisecond) }
+	busy = int64(30 * time.Millisecond)
+	if got := m.read(ms(40)); got != 0.75 {
+		t.Fatalf("before the first window: got %v, want the share since start 0.75", got)
+	}
+	busy = int64(50 * time.Millisecond)
+	if got := m.read(ms(100)); got != 0.5 {
+		t.Fatalf("after one window: got %v, want 0.5", got)
+	}
+	busy = int64(150 * time.Millisecond) // 100 ms busy within the next 100 ms
+	if got := m.read(ms(150)); got != 0.5 {
+		t.Fatalf("within the window: got %v, want the last full window's 0.5", got)
+	}
+	if got := m.read(ms(200)); got != 1 {
+		t.Fatalf("after the second window: got %v, want 1", got)
+	}
+}
+
+func TestWorkerReportsSaturation(t *testing.T) {
+	h := WorkerHandler(&App{Work: NewWork(100)})
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/?cpu=2", nil))
+	v := rec.Header().Get("Sluice-Saturation")
+	if v == "" || rec.Code != 200 {
+		t.Fatalf("got %d with Sluice-Saturation %q, want 200 and a value", rec.Code, v)
+	}
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", StatsPath, nil))
+	if v := rec.Header().Get("Sluice-Saturation"); v != "" {
+		t.Fatalf("stats carry Sluice-Saturation %q, want none", v)
+	}
+}
