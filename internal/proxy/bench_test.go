@@ -19,12 +19,11 @@ import (
 // benchProxy returns a front URL for a Proxy in front of worker, whose
 // one endpoint has the given concurrency.
 func benchProxy(b *testing.B, worker *httptest.Server, concurrency int) string {
-	slots := limit.NewFixed(1)
-	c, err := admission.New(admission.Options{Limit: slots, SampleWindow: -1})
+	c, err := admission.New(admission.Options{Limit: limit.NewFixed(admission.MaxLimit), SampleWindow: -1})
 	if err != nil {
 		b.Fatal(err)
 	}
-	p, err := proxy.New(proxy.Options{Controller: c, SlotLimit: slots})
+	p, err := proxy.New(proxy.Options{Controller: c})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -12,6 +12,9 @@
 //  2. The body is read whole before anything else (a slow client never
 //     occupies a worker): too large is 413, a body read that hits the
 //     server's read deadline is 408, a client that hangs up gets nothing.
+//     Its memory grows with the bytes received, never with the length
+//     declared, and is reserved from MaxBufferedBytes, a per-process
+//     budget: a body that would not fit now is 503.
 //  3. Admission: the Controller queues the request (bounded, with a queue
 //     timeout, dropping clients that hang up) or sheds it: the shed response
 //     or the route's Fallback.
@@ -23,6 +26,9 @@
 //     BufferResponseBytes beyond what the client has taken, so the slot is
 //     freed when the worker has finished sending, whatever the client's
 //     speed. Streams are relayed as they come, with a flush after each read.
+//     Response buffers count against MaxBufferedBytes too; a response that
+//     would not fit is relayed as a stream. A client that takes nothing is
+//     cut by the server's send timeout: the rest is read and discarded.
 //
 // # Slots
 //
@@ -32,23 +38,53 @@
 // into a busy worker (HAProxy's maxconn 1 with abortonclose does exactly
 // that; its workers' accept queues filled with renders for nobody). Only a
 // worker that stays silent for Timeout plus HangGrace is considered hung:
-// its connection is closed and the slot freed.
+// its connection is closed and the slot freed. With Options.OnHung (as
+// sluice wires it to the supervisor) the worker is first taken out of
+// rotation for good, so the freed slot is never given to it again, and
+// reported, to be killed and replaced.
 //
-// The Controller's limit follows the slots: Add, Drain and Remove set it to
-// the slots of routable workers plus the requests still running on workers
-// that are draining or gone, so that every admitted request finds an idle
-// slot and the queue is the Controller's, not a hidden one here. When a
-// limit algorithm raises the limit above that anyway, the excess waits here
-// for a slot (FIFO, counted in Stats.SlotWaits) rather than overload a
-// worker.
+// # Per-worker limits
+//
+// A worker's slots are its limit: fixed (Endpoint.Concurrency), or, for an
+// adaptive endpoint (Endpoint.Adaptive), found at run time in [1,
+// Concurrency] and reconsidered every WorkerLimit.Window. A worker that
+// reports its saturation on its responses (HeaderSaturation: for Node.js,
+// event-loop utilization, as node/sluice-worker sends it) is judged by the
+// seed's AIMD rule over it, bounded by the concurrency that would saturate
+// it: a single-threaded CPU-bound renderer stays at 1, an async one grows
+// until its event loop is saturated. A worker that reports nothing is
+// judged by its latency against its no-load latency. The header is read
+// and removed before the client sees the response; one that cannot be read
+// is counted (EndpointStats.BadReports) and ignored. workerLimit's doc
+// gives the rules.
+//
+// The Controller's limit follows the slots: the Proxy sets the Controller's
+// ceiling (Controller.SetCeiling) to the limits of the routable workers plus
+// the requests still running on workers that are draining or gone, and the
+// Controller enforces the lower of that and its own algorithm (in sluice, a
+// fixed cap on requests in flight). The limit has one owner: every admitted
+// request finds an idle slot (if in-flight requests are fewer than the sum
+// of the limits, some worker is below its own), and the queue is the
+// Controller's, where requests are prioritised and shed, not a hidden one
+// here. Only three requests ever wait here for a slot (Stats.SlotWaits): a
+// retry whose other workers are busy, one whose workers are all
+// quarantined, and one admitted in the instant a worker's limit fell.
 //
 // # Failures
 //
-// A worker that cannot be reached (a dial error: nothing was sent) is
-// replaced by another idle one, with the same admission permit. A worker
-// that fails mid-request gives 502; GET and HEAD are retried once on
-// another idle worker first. Past the request's budget the client gets 504
-// (or the Fallback), and the permit's sample is marked Dropped.
+// A request none of which was written to its worker (a refused dial, a
+// kept-alive connection found closed first) goes to another idle one,
+// with the same admission permit. Once any byte was written it never goes
+// to a second worker, whatever its method: a worker that fails before
+// answering, reset before any response byte included, may have died of
+// this very request, and one poisonous request must not kill two workers.
+// It gets 502 (see sendTrace for the one replay net/http makes, to the same
+// worker). Past the request's budget the client gets 504 (or the
+// Fallback), and the permit's sample is marked Dropped.
+//
+// Request framing is checked before anything else (see framing.go): CONNECT
+// and asterisk-form targets are refused, and the HTTP/1 connection of a
+// request with a chunked body is closed after its response.
 //
 // # No worker
 //

@@ -13,17 +13,15 @@ import (
 )
 
 // A Proxy in front of one single-threaded worker. The Controller's limit
-// follows the worker slots: the Proxy sets it, and the same limit.Fixed is
-// both the Controller's algorithm and the Proxy's SlotLimit so that they
-// agree.
+// follows the worker slots: the Proxy sets the Controller's ceiling, and
+// the algorithm (here a cap of 64 requests in flight) bounds it.
 func Example() {
-	slots := limit.NewFixed(1)
-	c, err := admission.New(admission.Options{Limit: slots, QueueTimeout: time.Second})
+	c, err := admission.New(admission.Options{Limit: limit.NewFixed(64), QueueTimeout: time.Second})
 	if err != nil {
 		panic(err)
 	}
 	defer c.Close()
-	p, err := proxy.New(proxy.Options{Controller: c, SlotLimit: slots, Timeout: 5 * time.Second})
+	p, err := proxy.New(proxy.Options{Controller: c, Timeout: 5 * time.Second})
 	if err != nil {
 		panic(err)
 	}

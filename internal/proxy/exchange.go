@@ -30,7 +30,9 @@ type exchange struct {
 	p         *Proxy
 	ep        *endpoint
 	req       *http.Request // outgoing, with a context the client cannot cancel
+	body      *body         // req's body, released by finish; nil for none
 	cancel    context.CancelCauseFunc
+	sent      *sendTrace // whether any byte of req reached the worker
 	permit    admission.Permit
 	start     time.Time
 	hangAfter time.Duration // silence after which the worker is hung; <= 0 never
@@ -38,6 +40,11 @@ type exchange struct {
 
 	notify chan struct{} // capacity 1: news for the handler
 	space  chan struct{} // capacity 1: the handler took data or left
+
+	// What the response's HeaderSaturation said; written by run before it
+	// reads the body, read by finish on the same goroutine.
+	reported, satOK bool
+	sat             float64
 
 	mu       sync.Mutex
 	state    xstate
@@ -95,24 +102,52 @@ func (x *exchange) run() {
 		x.finish(nil, err, hung)
 		return
 	}
+	if v, ok := resp.Header[HeaderSaturation]; ok {
+		// Read and removed before the handler may copy the header: the
+		// client never sees it.
+		delete(resp.Header, HeaderSaturation)
+		x.reported = true
+		if len(v) == 1 {
+			x.sat, x.satOK = parseSaturation(v[0])
+		}
+	}
 	x.mu.Lock()
 	x.resp = resp
 	x.sse = isEventStream(resp.Header.Get("Content-Type"))
 	x.stream = x.sse || resp.ContentLength < 0 || resp.ContentLength > int64(x.limit)
 	x.mu.Unlock()
 	signal(x.notify)
+	var rb *[]byte // the buffer read into; its memory is reserved
+	defer func() {
+		if rb != nil {
+			x.p.dropBuf(rb)
+		}
+	}()
 	for {
-		buf := x.p.getBuf()
-		n, rerr := resp.Body.Read(*buf)
+		if rb == nil {
+			rb = x.p.getBuf()
+			x.reserveBuf(hung)
+		}
+		n, rerr := resp.Body.Read(*rb)
 		if hung != nil {
 			hung.Reset(x.hangAfter)
 		}
 		x.mu.Lock()
 		if n > 0 && x.state != abandoned {
-			x.chunks = append(x.chunks, chunk{buf, n})
+			// Fill the last chunk before starting another: memory held is
+			// the bytes waiting, not the reads that brought them.
+			k := 0
+			if i := len(x.chunks) - 1; i >= 0 && x.chunks[i].n < bufSize {
+				c := &x.chunks[i]
+				k = copy((*c.buf)[c.n:], (*rb)[:n])
+				c.n += k
+			}
+			if k < n {
+				copy(*rb, (*rb)[k:n])
+				x.chunks = append(x.chunks, chunk{rb, n - k})
+				rb = nil
+			}
 			x.pending += n
-		} else {
-			x.p.putBuf(buf)
 		}
 		if rerr != nil {
 			x.mu.Unlock()
@@ -126,18 +161,46 @@ func (x *exchange) run() {
 		// the worker finishes no sooner than the client lets it.
 		for x.pending > x.limit && x.state != abandoned {
 			x.mu.Unlock()
-			signal(x.notify)
-			if hung != nil {
-				hung.Stop()
-			}
-			<-x.space
-			if hung != nil {
-				hung.Reset(x.hangAfter)
-			}
+			x.waitSpace(hung)
 			x.mu.Lock()
 		}
 		x.mu.Unlock()
 		signal(x.notify)
+	}
+}
+
+// reserveBuf reserves the memory of the buffer run is about to read into.
+// Over the budget, the response is relayed as a stream from then on, and
+// run waits until the client has taken what is held; the one buffer to
+// read into is then taken whatever the budget, or the response could not
+// be relayed at all.
+func (x *exchange) reserveBuf(hung *time.Timer) {
+	for !x.p.mem.reserve(bufSize) {
+		x.mu.Lock()
+		if x.state == abandoned || len(x.chunks) == 0 {
+			x.mu.Unlock()
+			x.p.mem.force(bufSize)
+			return
+		}
+		if !x.stream {
+			x.stream = true
+			x.p.streamedForMem.Add(1)
+		}
+		x.mu.Unlock()
+		x.waitSpace(hung)
+	}
+}
+
+// waitSpace tells the handler there is news and waits for it to take
+// some, with the hang timer stopped: a slow client is not a hung worker.
+func (x *exchange) waitSpace(hung *time.Timer) {
+	signal(x.notify)
+	if hung != nil {
+		hung.Stop()
+	}
+	<-x.space
+	if hung != nil {
+		hung.Reset(x.hangAfter)
 	}
 }
 
@@ -151,6 +214,7 @@ func (x *exchange) finish(resp *http.Response, err error, hung *time.Timer) {
 	if resp != nil {
 		resp.Body.Close()
 	}
+	x.body.release() // the transport is done with it
 	wasHung := context.Cause(x.req.Context()) == errHung
 	x.cancel(nil)
 	if wasHung {
@@ -168,16 +232,37 @@ func (x *exchange) finish(resp *http.Response, err error, hung *time.Timer) {
 	}
 	if wasHung {
 		p.hung.Add(1)
-		p.log.Error("proxy: worker hung; connection closed and slot freed",
+		p.log.Error("proxy: worker hung; connection closed",
 			slog.Int("worker", e.ID), slog.String("addr", e.Addr),
 			slog.Duration("silentFor", x.hangAfter), slog.String("path", x.req.URL.Path))
+		// A worker that never answered (no response headers) is stuck,
+		// an endless loop say: out of rotation before its slot is freed,
+		// so that the slot is not given again while it is replaced. One
+		// silent in the middle of a body may be a quiet stream (an event
+		// stream between events): only its connection is closed.
+		if resp == nil && p.o.OnHung != nil && p.pool.hang(e) {
+			p.log.Error("proxy: hung worker taken out of rotation and reported for replacement", slog.Int("worker", e.ID))
+			p.o.OnHung(e.ID)
+		}
 	}
-	p.pool.release(e)
+	// The slot is free before the handler can learn of a failure and
+	// retry, or give the permit to the next request.
+	x.mu.Lock()
+	late := x.timedOut
+	x.mu.Unlock()
+	rtt := now.Sub(x.start)
+	p.pool.complete(e, completion{done: err == nil, rtt: rtt, dropped: late,
+		reported: x.reported, sat: x.sat, satOK: x.satOK})
 
 	x.mu.Lock()
 	x.done, x.err = true, err
 	if err != nil && x.state == waiting {
 		x.failed = true
+		// Nobody will relay what was read: give its memory back.
+		for _, c := range x.chunks {
+			x.p.dropBuf(c.buf)
+		}
+		x.chunks, x.pending = nil, 0
 	}
 	failed, timedOut := x.failed, x.timedOut
 	wasted := err == nil && x.state == abandoned
@@ -191,7 +276,7 @@ func (x *exchange) finish(resp *http.Response, err error, hung *time.Timer) {
 	case err != nil && !timedOut:
 		x.permit.Release()
 	default:
-		x.permit.Done(limit.Sample{Now: now, RTT: now.Sub(x.start), Dropped: timedOut})
+		x.permit.DoneSample(limit.Sample{Now: now, RTT: rtt, Dropped: timedOut})
 	}
 	signal(x.notify)
 }
@@ -214,7 +299,7 @@ func (x *exchange) readyLocked() bool {
 func (x *exchange) abandonLocked() {
 	x.state = abandoned
 	for _, c := range x.chunks {
-		x.p.putBuf(c.buf)
+		x.p.dropBuf(c.buf)
 	}
 	x.chunks, x.pending = nil, 0
 }
@@ -291,7 +376,7 @@ func (p *Proxy) relay(w http.ResponseWriter, r *http.Request, x *exchange) {
 				_, werr = w.Write((*c.buf)[:c.n])
 			}
 			n += c.n
-			p.putBuf(c.buf)
+			p.dropBuf(c.buf)
 		}
 		x.mu.Lock()
 		if werr != nil {

@@ -52,15 +52,41 @@ func removeHopByHop(h http.Header) {
 	}
 }
 
+// Trust is what sluice believes of the peer a request came from (the
+// socket's address, never one a header names). The zero value believes
+// nothing.
+type Trust struct {
+	// Peer: the request's Sluice-* headers (a tenant, say) are passed on
+	// to the worker. Otherwise every Sluice-* request header is removed;
+	// sluice sets Sluice-Priority and Sluice-Timeout itself either way.
+	Peer bool
+	// Proxy: the peer is a load balancer or proxy whose X-Forwarded-For
+	// chain is extended with its address, and whose X-Forwarded-Proto,
+	// X-Forwarded-Host, Forwarded and X-Real-IP are passed on (the first
+	// two set by sluice when absent). Otherwise X-Forwarded-For is the
+	// peer's address alone, X-Forwarded-Proto and -Host are sluice's own
+	// (https when the connection to sluice is TLS), and Forwarded and
+	// X-Real-IP are removed: a client cannot name itself someone else.
+	Proxy bool
+}
+
 // outgoingHeader is the header sent to a worker for r: r's end-to-end
-// headers, X-Forwarded-For with the client's address appended,
+// headers less what trust does not allow, X-Forwarded-For,
 // X-Forwarded-Proto and -Host, and the request's priority.
-func outgoingHeader(r *http.Request, req admission.Request) http.Header {
+func outgoingHeader(r *http.Request, req admission.Request, trust Trust) http.Header {
 	h := r.Header.Clone()
 	if h == nil {
 		h = make(http.Header)
 	}
 	removeHopByHop(h)
+	if !trust.Peer || !trust.Proxy {
+		// Any spelling: a header map built in Go need not be canonical.
+		for k := range h {
+			if (!trust.Peer && hasPrefixFold(k, "Sluice-")) || (!trust.Proxy && isClientAddrHeader(k)) {
+				delete(h, k)
+			}
+		}
+	}
 	// One backing array for the values set here: one allocation, not five.
 	vals := make([]string, 5)
 	set := func(k, v string) {
@@ -73,12 +99,16 @@ func outgoingHeader(r *http.Request, req admission.Request) http.Header {
 		}
 		set("X-Forwarded-For", ip)
 	}
-	proto := "http"
-	if r.TLS != nil {
-		proto = "https"
+	if len(h["X-Forwarded-Proto"]) == 0 {
+		proto := "http"
+		if r.TLS != nil {
+			proto = "https"
+		}
+		set("X-Forwarded-Proto", proto)
 	}
-	set("X-Forwarded-Proto", proto)
-	set("X-Forwarded-Host", r.Host)
+	if len(h["X-Forwarded-Host"]) == 0 {
+		set("X-Forwarded-Host", r.Host)
+	}
 	set(HeaderPriority, req.Priority.String())
 	delete(h, HeaderTimeout)
 	delete(h, "Expect") // the body has been read already: nothing to wait for
@@ -86,6 +116,18 @@ func outgoingHeader(r *http.Request, req admission.Request) http.Header {
 		set("User-Agent", "") // Go's transport then sends none of its own
 	}
 	return h
+}
+
+// isClientAddrHeader reports whether k is a header that names the client
+// or how it connected, believed only from a trusted proxy: Forwarded,
+// X-Forwarded-*, X-Real-IP, X-Client-IP and True-Client-IP.
+func isClientAddrHeader(k string) bool {
+	return strings.EqualFold(k, "Forwarded") || hasPrefixFold(k, "X-Forwarded-") ||
+		strings.EqualFold(k, "X-Real-Ip") || strings.EqualFold(k, "X-Client-Ip") || strings.EqualFold(k, "True-Client-Ip")
+}
+
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }
 
 // setBudget tells the worker how long it has, in whole milliseconds (at

@@ -132,6 +132,9 @@ func (w *render) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	case path == "/sleep":
 		d, _ := time.ParseDuration(q.Get("d"))
 		time.Sleep(d)
+		if v, ok := q["sat"]; ok {
+			rw.Header().Set(proxy.HeaderSaturation, v[0])
+		}
 	case path == "/echo":
 		for k, vv := range r.Header {
 			rw.Header()["X-Got-"+k] = vv
@@ -270,16 +273,15 @@ type rig struct {
 }
 
 // newRig builds a Proxy; co.SampleWindow is turned off unless set. Unless
-// co.Limit is set, the Controller's algorithm is a limit.Fixed that is also
-// the Proxy's SlotLimit, as sluice wires them.
+// co.Limit is set, the Controller's algorithm is a fixed limit far above
+// any slot count, so the Proxy's ceiling rules, as sluice wires them.
 func newRig(t *testing.T, o proxy.Options, co admission.Options) *rig {
 	t.Helper()
 	if co.SampleWindow == 0 {
 		co.SampleWindow = -1
 	}
 	if co.Limit == nil {
-		fixed := limit.NewFixed(1)
-		co.Limit, o.SlotLimit = fixed, fixed
+		co.Limit = limit.NewFixed(admission.MaxLimit)
 	}
 	c, err := admission.New(co)
 	if err != nil {
@@ -316,6 +318,21 @@ func (g *rig) worker(concurrency int) (*render, int) {
 	g.t.Cleanup(func() { srv.Close() })
 	g.workers[id] = w
 	g.p.Add(supervisor.Endpoint{ID: id, Network: "tcp", Addr: addr, Concurrency: concurrency})
+	return w, id
+}
+
+// adaptiveWorker starts a worker whose limit the Proxy finds, up to most.
+func (g *rig) adaptiveWorker(most int) (*render, int) {
+	g.nextID++
+	id := g.nextID
+	w := newRender("w" + strconv.Itoa(id))
+	addr := "worker" + strconv.Itoa(id)
+	l := g.net.listen(addr)
+	srv := &http.Server{Handler: w}
+	go srv.Serve(l)
+	g.t.Cleanup(func() { srv.Close() })
+	g.workers[id] = w
+	g.p.Add(supervisor.Endpoint{ID: id, Network: "tcp", Addr: addr, Concurrency: most, Adaptive: true})
 	return w, id
 }
 

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -36,8 +37,7 @@ type live struct {
 // when set, adjusts the front server before it starts.
 func newLive(t *testing.T, n int, o proxy.Options, co admission.Options, front func(*http.Server)) *live {
 	t.Helper()
-	fixed := limit.NewFixed(1)
-	co.Limit, o.SlotLimit = fixed, fixed
+	co.Limit = limit.NewFixed(admission.MaxLimit)
 	co.SampleWindow = -1
 	c, err := admission.New(co)
 	if err != nil {
@@ -256,21 +256,35 @@ func TestLiveUnreachableWorker(t *testing.T) {
 	}
 }
 
-// A worker that dies mid-request: GET is retried on the other, POST is 502.
+// A worker that dies mid-request: GET and POST alike get 502, and the
+// other worker never sees the request that killed the first. The first
+// request to the dying worker reuses a kept-alive connection, so the
+// Transport's own replay on a fresh connection to the same worker is
+// exercised too: that replay stays on the same worker.
 func TestLiveWorkerDies(t *testing.T) {
 	l := newLive(t, 2, proxy.Options{}, admission.Options{}, nil)
-	l.workers[0].fail = "/die"
-	if code, body := l.get(t, "/x"); code != 200 || body != "w2 /x" {
-		t.Errorf("GET: got %d %q, want 200 from w2", code, body)
+	for range 2 { // a kept-alive connection to each worker
+		if code, _ := l.get(t, "/warm"); code != 200 {
+			t.Fatalf("warm-up: got %d, want 200", code)
+		}
 	}
-	resp, err := l.client.Post(l.front.URL+"/x", "text/plain", strings.NewReader("x"))
+	l.workers[0].fail = "/die"
+	if code, body := l.get(t, "/x"); code != http.StatusBadGateway {
+		t.Errorf("GET: got %d %q, want 502", code, body)
+	}
+	if code, _ := l.get(t, "/y"); code != 200 { // to w2: the POST goes to w1 next
+		t.Errorf("GET /y: got %d, want 200", code)
+	}
+	resp, err := l.client.Post(l.front.URL+"/p", "text/plain", strings.NewReader("x"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	// The POST went to the worker least recently used: w1, which died.
 	if resp.StatusCode != http.StatusBadGateway {
 		t.Errorf("POST: got %d, want 502", resp.StatusCode)
+	}
+	if got := l.workers[1].seen(); slices.Contains(got, "/x") || slices.Contains(got, "/p") {
+		t.Errorf("the other worker saw %q, want none of the requests that killed the first", got)
 	}
 }
 

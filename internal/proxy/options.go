@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/admission"
-	"github.com/sluicehq/sluice/limit"
 )
 
 // Defaults applied by New to zero fields of Options.
@@ -36,16 +35,14 @@ const (
 // Options is a plain value: New copies it.
 type Options struct {
 	// Controller is the one central queue: every request is admitted by it
-	// before it is dispatched. The Proxy sets its limit (see SlotLimit).
-	// Required.
+	// before it is dispatched. Its algorithm stays its own (a fixed cap on
+	// requests in flight, say); the Proxy sets its ceiling to the worker
+	// slots (see Controller.SetCeiling). Required.
 	Controller *admission.Controller
 
-	// SlotLimit, when the Controller was created with a *limit.Fixed, is
-	// that algorithm: the Proxy sets it along with the Controller's limit,
-	// or the algorithm's next decision would restore its own value. With
-	// another algorithm leave it nil; a limit above the slots is then
-	// absorbed by a wait here (Stats.SlotWaits).
-	SlotLimit *limit.Fixed
+	// WorkerLimit tunes the per-worker limit of adaptive endpoints
+	// (supervisor.Endpoint.Adaptive).
+	WorkerLimit WorkerLimit
 
 	// Classify maps a request to its admission Request (priority, tenant,
 	// cost, deadline). nil treats every request alike: Critical, cost 1,
@@ -53,6 +50,12 @@ type Options struct {
 	// budget. Cost is the Controller's business: a request takes one
 	// worker slot whatever its cost.
 	Classify func(*http.Request) admission.Request
+
+	// Trust says what is believed of r's peer (see Trust): which Sluice-*
+	// and forwarding headers reach the worker. nil believes nobody: every
+	// Sluice-* header, Forwarded and X-Real-IP are removed and
+	// X-Forwarded-For is the peer's address alone.
+	Trust func(r *http.Request) Trust
 
 	// PingPath is answered 200 "pong" by the Proxy itself, whatever the
 	// method, never queued. Empty means DefaultPingPath; see NoPing.
@@ -75,8 +78,20 @@ type Options struct {
 
 	// MaxBodyBytes bounds a request body; a larger one is answered 413
 	// without taking a slot. Zero means DefaultMaxBodyBytes; negative
-	// means no limit.
+	// means no bound of its own: MaxBufferedBytes bounds it.
 	MaxBodyBytes int64
+
+	// MaxBufferedBytes bounds the memory held by all buffered bodies at
+	// once, request bodies being read and responses waiting for their
+	// clients. Memory is reserved as bytes arrive, never for a declared
+	// Content-Length. A request body that would not fit now is answered
+	// 503 (Retry-After: 1, the connection closed) and one that could never
+	// fit 413; requests without a body are not affected. A response that
+	// would not fit is relayed as a stream instead, the worker waiting for
+	// the client; each response in flight may still hold one 32 KiB read
+	// buffer beyond the bound. Zero means DefaultMaxBufferedBytes();
+	// negative is invalid.
+	MaxBufferedBytes int64
 
 	// BufferResponseBytes is how much of a response may wait in memory for
 	// a slow client. A response whose Content-Length is at most this is
@@ -90,11 +105,18 @@ type Options struct {
 	// means no buffering.
 	BufferResponseBytes int64
 
-	// NoRetry turns off the single retry, on another worker, of a GET or
-	// HEAD whose worker failed mid-request: it then gets 502 at once. (A
-	// request whose worker could not be reached at all is always sent to
-	// another one: nothing was sent.)
-	NoRetry bool
+	// OnHung, when set, is told the ID of a worker found hung before it
+	// answered (no response headers for the request's budget plus
+	// HangGrace while holding a slot: an endless loop), once per worker,
+	// from the goroutine that found it; it must not block. (A worker
+	// silent in the middle of a response body only has that connection
+	// closed: a quiet stream is not a hung worker.) The
+	// worker takes no new request from then on, as if draining, and its
+	// slot is not given again: the callee is expected to replace it (in
+	// sluice, supervisor.Supervisor.Kill) and Remove follows. nil means
+	// nobody will: the worker stays routable and its freed slot is used
+	// again, as for an upstream sluice does not start.
+	OnHung func(id int)
 
 	// SlowStart: among idle workers, those added less than SlowStart ago
 	// (cold: no JIT, empty caches) get a request only when every warm one
@@ -158,8 +180,14 @@ func (o *Options) Validate() error {
 			return fmt.Errorf("proxy: Fallbacks[%d].Status %d is outside 200..599", i, f.Status)
 		}
 	}
+	if o.MaxBufferedBytes < 0 {
+		return fmt.Errorf("proxy: MaxBufferedBytes %d is negative", o.MaxBufferedBytes)
+	}
 	if o.MaxIdleConnsPerWorker < 0 {
 		return fmt.Errorf("proxy: MaxIdleConnsPerWorker %d is negative", o.MaxIdleConnsPerWorker)
+	}
+	if w := o.WorkerLimit; !(w.MaxSaturation >= 0 && w.MaxSaturation <= 1) || w.Window < 0 {
+		return fmt.Errorf("proxy: WorkerLimit.MaxSaturation %v must be in (0, 1] and Window %v not negative", w.MaxSaturation, w.Window)
 	}
 	if o.DialTimeout < 0 || o.IdleConnTimeout < 0 || o.SlowStart < 0 {
 		return errors.New("proxy: DialTimeout, IdleConnTimeout and SlowStart must not be negative")
@@ -186,6 +214,9 @@ func (o *Options) setDefaults() {
 	if o.BufferResponseBytes == 0 {
 		o.BufferResponseBytes = DefaultBufferResponseBytes
 	}
+	if o.MaxBufferedBytes == 0 {
+		o.MaxBufferedBytes = DefaultMaxBufferedBytes()
+	}
 	if o.BufferResponseBytes < 0 {
 		o.BufferResponseBytes = 0
 	}
@@ -210,12 +241,15 @@ func (o *Options) setDefaults() {
 }
 
 // longestPrefix returns the fallback whose PathPrefix is the longest prefix
-// of path, nil when none is.
+// of path, nil when none is. Prefixes match as routes do
+// (admission.MatchPathPrefix: the cleaned path, any case), so a request a
+// route classifies gets that route's fallback.
 func longestPrefix(fbs []Fallback, path string) *Fallback {
 	var best *Fallback
+	path = admission.CleanPath(path)
 	for i := range fbs {
 		f := &fbs[i]
-		if strings.HasPrefix(path, f.PathPrefix) && (best == nil || len(f.PathPrefix) > len(best.PathPrefix)) {
+		if hasPrefixFold(path, f.PathPrefix) && (best == nil || len(f.PathPrefix) > len(best.PathPrefix)) {
 			best = f
 		}
 	}

@@ -29,9 +29,13 @@ type endpoint struct {
 
 	// Guarded by pool.mu.
 	outstanding int
-	routable    bool // neither draining nor removed
+	limit       int          // requests it may hold now: Concurrency, or wl's
+	wl          *workerLimit // nil: the limit is fixed at Concurrency
+	lastSat     float64      // the last saturation it reported; -1: none
+	routable    bool         // neither draining nor removed
 	draining    bool
 	removed     bool
+	hung        bool      // found hung: out of rotation until removed
 	quarantine  time.Time // not picked before then: its last dial was refused
 	lastPick    uint64
 	idle        chan struct{} // made by Drain, closed when nothing is outstanding or on Remove
@@ -42,8 +46,9 @@ func (e *endpoint) warm(now time.Time, slowStart time.Duration) bool {
 	return slowStart <= 0 || now.Sub(e.added) >= slowStart
 }
 
-// slotWaiter is an admitted request that found no idle slot: possible only
-// while the Controller's limit is above the slots (see the package doc).
+// slotWaiter is an admitted request that found no idle slot: a retry whose
+// other workers are busy or quarantined, or one admitted in the instant a
+// worker's limit fell (see the package doc).
 type slotWaiter struct {
 	ready   chan struct{} // closed when ep or err is set
 	exclude []int         // endpoints already tried
@@ -59,21 +64,23 @@ type slotWaiter struct {
 // Controller never calls back into the pool.
 type pool struct {
 	slowStart time.Duration
+	wlOpts    WorkerLimit
 	setLimit  func(int)
 	slotWaits atomic.Uint64
 
 	mu      sync.Mutex
 	eps     []*endpoint // routable and draining, in the order added
 	byID    map[int]*endpoint
-	slots   int // sum of Concurrency of routable endpoints
+	slots   int // sum of the limits of routable endpoints
 	retired int // requests outstanding on draining or removed endpoints
 	applied int // the limit last given to setLimit
 	seq     uint64
 	waiters []*slotWaiter // FIFO
 }
 
-func (p *pool) init(slowStart time.Duration, setLimit func(int)) {
+func (p *pool) init(slowStart time.Duration, wl WorkerLimit, setLimit func(int)) {
 	p.slowStart = slowStart
+	p.wlOpts = wl
 	p.setLimit = setLimit
 	p.byID = make(map[int]*endpoint)
 	p.applied = -1
@@ -99,7 +106,7 @@ func (p *pool) better(a, b *endpoint, now time.Time) bool {
 	if wa, wb := a.warm(now, p.slowStart), b.warm(now, p.slowStart); wa != wb {
 		return wa
 	}
-	if la, lb := a.outstanding*b.Concurrency, b.outstanding*a.Concurrency; la != lb {
+	if la, lb := a.outstanding*b.limit, b.outstanding*a.limit; la != lb {
 		return la < lb
 	}
 	return a.lastPick < b.lastPick
@@ -110,7 +117,7 @@ func (p *pool) better(a, b *endpoint, now time.Time) bool {
 func (p *pool) pickLocked(now time.Time, exclude []int) *endpoint {
 	var best *endpoint
 	for _, e := range p.eps {
-		if !e.routable || e.outstanding >= e.Concurrency || now.Before(e.quarantine) || slices.Contains(exclude, e.ID) {
+		if !e.routable || e.outstanding >= e.limit || now.Before(e.quarantine) || slices.Contains(exclude, e.ID) {
 			continue
 		}
 		if best == nil || p.better(e, best, now) {
@@ -119,6 +126,9 @@ func (p *pool) pickLocked(now time.Time, exclude []int) *endpoint {
 	}
 	if best != nil {
 		best.outstanding++
+		if best.wl != nil {
+			best.wl.occupy(now, best.outstanding)
+		}
 		p.seq++
 		best.lastPick = p.seq
 	}
@@ -237,13 +247,48 @@ func (p *pool) unreachable(e *endpoint, now time.Time) {
 	})
 }
 
-// release gives back a slot taken by take.
-func (p *pool) release(e *endpoint) {
+// release gives back a slot taken by take, for a request the worker never
+// completed (not sent, or failed).
+func (p *pool) release(e *endpoint) { p.complete(e, completion{}) }
+
+// completion is what a finished request tells its worker's limit.
+type completion struct {
+	done     bool          // the worker answered (false: not sent, or failed)
+	rtt      time.Duration // how long it held the slot
+	dropped  bool          // its client was answered 504 first
+	reported bool          // the response carried HeaderSaturation
+	sat      float64       // its value, when readable
+	satOK    bool          // readable: a number in [0, 1]
+}
+
+// complete gives back a slot taken by take and lets the worker's limit
+// learn from c.
+func (p *pool) complete(e *endpoint, c completion) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	now := time.Now()
 	e.outstanding--
+	if e.wl != nil {
+		e.wl.occupy(now, e.outstanding)
+		if c.reported {
+			e.wl.report(c.sat, c.satOK)
+			if c.satOK {
+				e.lastSat = c.sat
+			}
+		}
+		if c.done {
+			e.wl.complete(c.rtt, c.dropped)
+		}
+		if l, changed := e.wl.decide(now); changed {
+			if e.routable {
+				p.slots += l - e.limit
+			}
+			e.limit = l
+			p.applyLimitLocked()
+		}
+	}
 	if e.routable {
-		p.grantLocked(time.Now())
+		p.grantLocked(now)
 		return
 	}
 	p.retired--
@@ -267,10 +312,24 @@ func (p *pool) unrouteLocked(e *endpoint) {
 		return
 	}
 	e.routable = false
-	p.slots -= e.Concurrency
+	p.slots -= e.limit
 	p.retired += e.outstanding
 	p.applyLimitLocked()
 	p.failWaitersLocked()
+}
+
+// hang takes e, found hung, out of rotation for good: no new request goes
+// to it, and the slot of the hung request, once released, is not given
+// again. It reports false when e was already found hung.
+func (p *pool) hang(e *endpoint) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if e.hung {
+		return false
+	}
+	e.hung = true
+	p.unrouteLocked(e)
+	return true
 }
 
 // add makes e routable. It reports false when e.ID is already known.
@@ -281,12 +340,35 @@ func (p *pool) add(e *endpoint) bool {
 		return false
 	}
 	e.routable = true
+	e.limit, e.lastSat = e.Concurrency, -1
+	if e.Adaptive {
+		e.limit = p.startLimitLocked(e.Concurrency)
+		e.wl = newWorkerLimit(e.added, e.limit, e.Concurrency, p.wlOpts)
+	}
 	p.eps = append(p.eps, e)
 	p.byID[e.ID] = e
-	p.slots += e.Concurrency
+	p.slots += e.limit
 	p.applyLimitLocked()
 	p.grantLocked(e.added)
 	return true
+}
+
+// startLimitLocked is an adaptive worker's first limit: the mean of the
+// other adaptive workers' limits, so that a worker restarted in a rolling
+// deploy takes its predecessor's share at once; 1 for the first worker.
+// REQUIRES p.mu held.
+func (p *pool) startLimitLocked(maxLimit int) int {
+	sum, n := 0, 0
+	for _, o := range p.eps {
+		if o.routable && o.wl != nil {
+			sum += o.limit
+			n++
+		}
+	}
+	if n == 0 {
+		return 1
+	}
+	return min(max((sum+n/2)/n, 1), maxLimit)
 }
 
 // drain stops new requests to id and waits until none is outstanding on

@@ -1,13 +1,13 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"os"
 	"strconv"
@@ -45,6 +45,11 @@ type Proxy struct {
 	fallbacks       atomic.Uint64
 	tooLarge        atomic.Uint64
 	bodyTimeouts    atomic.Uint64
+	bodyRefused     atomic.Uint64
+	streamedForMem  atomic.Uint64
+
+	// mem bounds the memory of buffered bodies, requests and responses.
+	mem budget
 }
 
 var (
@@ -55,7 +60,7 @@ var (
 const bufSize = 32 << 10
 
 // New returns a Proxy with no workers: until the first Add every request
-// gets 503 "no worker". It sets the Controller's limit to the slots (none
+// gets 503 "no worker". It sets the Controller's ceiling to the slots (none
 // yet: the Controller clamps that to 1).
 func New(o Options) (*Proxy, error) {
 	if err := o.Validate(); err != nil {
@@ -63,18 +68,19 @@ func New(o Options) (*Proxy, error) {
 	}
 	o.setDefaults()
 	p := &Proxy{o: o, c: o.Controller, log: o.Logger}
+	p.mem.max = o.MaxBufferedBytes
 	p.bufs.New = func() any { b := make([]byte, bufSize); return &b }
-	p.pool.init(o.SlowStart, func(n int) {
-		if o.SlotLimit != nil {
-			o.SlotLimit.Set(n)
-		}
-		o.Controller.SetLimit(n)
-	})
+	p.pool.init(o.SlowStart, o.WorkerLimit, o.Controller.SetCeiling)
 	return p, nil
 }
 
-func (p *Proxy) getBuf() *[]byte  { return p.bufs.Get().(*[]byte) }
-func (p *Proxy) putBuf(b *[]byte) { p.bufs.Put(b) }
+func (p *Proxy) getBuf() *[]byte { return p.bufs.Get().(*[]byte) }
+
+// dropBuf gives back a response buffer and the memory reserved for it.
+func (p *Proxy) dropBuf(b *[]byte) {
+	p.bufs.Put(b)
+	p.mem.release(bufSize)
+}
 
 // Add starts routing to e. It never blocks. A Concurrency below 1 counts
 // as 1; an ID already known is ignored (and logged).
@@ -134,7 +140,11 @@ func (p *Proxy) transport(e supervisor.Endpoint) *http.Transport {
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			ctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
-			return dial(ctx, network, addr)
+			c, err := dial(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return &countingConn{Conn: c}, nil // see sendTrace
 		},
 		MaxIdleConns:        idle,
 		MaxIdleConnsPerHost: idle,
@@ -155,6 +165,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "pong\n")
 		return
 	}
+	if refuseFraming(w, r) {
+		return
+	}
 	var req admission.Request
 	if p.o.Classify != nil {
 		req = p.o.Classify(r)
@@ -164,6 +177,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.bodyError(w, r, err)
 		return
 	}
+	defer body.release()
 	permit, err := p.c.Acquire(r.Context(), req)
 	if err != nil {
 		if reason, ok := admission.ShedReason(err); ok {
@@ -176,37 +190,6 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.forward(w, r, req, body, permit)
 }
 
-var errTooLarge = errors.New("proxy: request body too large")
-
-// readBody reads r's body whole, before a slot is taken.
-func (p *Proxy) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	if r.Body == nil || r.Body == http.NoBody {
-		return nil, nil
-	}
-	limit := p.o.MaxBodyBytes
-	if limit > 0 && r.ContentLength > limit {
-		return nil, errTooLarge
-	}
-	rd := r.Body
-	if limit > 0 {
-		rd = http.MaxBytesReader(w, r.Body, limit)
-	}
-	b := make([]byte, 0, max(r.ContentLength, 0)+1)
-	for {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-		n, err := rd.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if err == io.EOF {
-			return b, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-}
-
 func (p *Proxy) bodyError(w http.ResponseWriter, r *http.Request, err error) {
 	var mbe *http.MaxBytesError
 	switch {
@@ -214,6 +197,12 @@ func (p *Proxy) bodyError(w http.ResponseWriter, r *http.Request, err error) {
 		p.tooLarge.Add(1)
 		w.Header().Set("Connection", "close")
 		plain(w, http.StatusRequestEntityTooLarge, "Request Entity Too Large\n")
+	case errors.Is(err, errNoMemory):
+		p.bodyRefused.Add(1)
+		h := w.Header()
+		h.Set("Connection", "close")
+		h.Set("Retry-After", "1")
+		plain(w, http.StatusServiceUnavailable, "Service Unavailable: too many uploads in progress\n")
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		p.bodyTimeouts.Add(1)
 		w.Header().Set("Connection", "close")
@@ -226,16 +215,19 @@ func (p *Proxy) bodyError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 }
 
-// forward dispatches the admitted request, retrying on another worker when
-// its worker cannot be reached (always) or failed mid-request (GET and HEAD,
-// once). It gives back permit, or hands it to the exchange that keeps the
-// slot.
-func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, req admission.Request, body []byte, permit admission.Permit) {
+// forward dispatches the admitted request, sending it to another worker
+// when its worker failed before any byte of it was written (a refused
+// dial, say), never once the request reached a worker (see sendTrace). It
+// gives back permit, or hands it to the exchange that keeps the slot.
+func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, req admission.Request, b *body, permit admission.Permit) {
 	ctx := r.Context()
-	hdr := outgoingHeader(r, req)
+	var trust Trust
+	if p.o.Trust != nil {
+		trust = p.o.Trust(r)
+	}
+	hdr := outgoingHeader(r, req, trust)
 	var triedBuf [4]int
 	tried := triedBuf[:0]
-	retried := false
 	var lastErr error
 	for attempt := 0; ; attempt++ {
 		if ctx.Err() != nil {
@@ -277,7 +269,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, req admission.Re
 			hdr = hdr.Clone() // the last attempt's transport may still read the old one
 		}
 		setBudget(hdr, budget)
-		x := p.dispatch(ctx, r, ep, hdr, body, permit, budget)
+		x := p.dispatch(ctx, r, ep, hdr, b, permit, budget)
 		switch x.await(ctx, budget) {
 		case outcomeRelay:
 			p.relay(w, r, x)
@@ -290,26 +282,32 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, req admission.Re
 		}
 		lastErr = x.err
 		tried = append(tried, ep.ID)
-		switch {
-		case isDialError(lastErr):
+		dialErr := isDialError(lastErr)
+		if dialErr {
 			p.pool.unreachable(ep, time.Now())
-			p.log.Warn("proxy: worker unreachable; trying another", slog.Int("worker", ep.ID), slog.Any("error", lastErr))
-		case !p.o.NoRetry && !retried && (r.Method == http.MethodGet || r.Method == http.MethodHead):
-			retried = true
-			p.retries.Add(1)
-			p.log.Warn("proxy: worker failed; retrying on another", slog.Int("worker", ep.ID),
-				slog.String("path", r.URL.Path), slog.Any("error", lastErr))
-		default:
+		}
+		if x.sent.wasSent() {
+			// The worker may have acted on it, or died of it: never a
+			// second worker (see sendTrace).
 			permit.Release()
 			p.fail(w, r, lastErr)
 			return
+		}
+		if dialErr {
+			p.log.Warn("proxy: worker unreachable; trying another", slog.Int("worker", ep.ID), slog.Any("error", lastErr))
+		} else {
+			p.retries.Add(1)
+			p.log.Warn("proxy: request not written to its worker; trying another", slog.Int("worker", ep.ID),
+				slog.String("path", r.URL.Path), slog.Any("error", lastErr))
 		}
 	}
 }
 
 // dispatch starts the exchange of one attempt on ep, whose slot is taken.
-func (p *Proxy) dispatch(ctx context.Context, r *http.Request, ep *endpoint, hdr http.Header, body []byte, permit admission.Permit, budget time.Duration) *exchange {
+func (p *Proxy) dispatch(ctx context.Context, r *http.Request, ep *endpoint, hdr http.Header, b *body, permit admission.Permit, budget time.Duration) *exchange {
 	xctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	sent := new(sendTrace)
+	xctx = httptrace.WithClientTrace(xctx, sent.trace())
 	out := &http.Request{
 		Method: r.Method,
 		URL: &url.URL{
@@ -326,10 +324,13 @@ func (p *Proxy) dispatch(ctx context.Context, r *http.Request, ep *endpoint, hdr
 		Host:       r.Host,
 		Body:       http.NoBody,
 	}
-	if len(body) > 0 {
-		out.ContentLength = int64(len(body))
-		out.Body = io.NopCloser(bytes.NewReader(body))
-		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	var held *body
+	if b != nil && b.n > 0 {
+		held = b
+		b.retain() // released by the exchange's finish
+		out.ContentLength = b.n
+		out.Body = b.reader()
+		out.GetBody = func() (io.ReadCloser, error) { return b.reader(), nil }
 	}
 	out = out.WithContext(xctx)
 	hangAfter := time.Duration(-1)
@@ -340,7 +341,9 @@ func (p *Proxy) dispatch(ctx context.Context, r *http.Request, ep *endpoint, hdr
 		p:         p,
 		ep:        ep,
 		req:       out,
+		body:      held,
 		cancel:    cancel,
+		sent:      sent,
 		permit:    permit,
 		start:     time.Now(),
 		hangAfter: hangAfter,

@@ -25,8 +25,10 @@ type Stats struct {
 	GatewayTimeout uint64 `json:"gatewayTimeout"`
 	// NoWorker counts 503 "no worker" answers (or their Fallback).
 	NoWorker uint64 `json:"noWorker"`
-	// Retries counts GET and HEAD requests sent again after their worker
-	// failed mid-request.
+	// Retries counts requests sent to another worker after a failure
+	// other than a refused dial that happened before any byte of them was
+	// written (a kept-alive connection found closed, say). A request that
+	// reached its worker is never sent again.
 	Retries uint64 `json:"retries"`
 	// DialFailures counts attempts whose worker could not be reached.
 	DialFailures uint64 `json:"dialFailures"`
@@ -39,18 +41,38 @@ type Stats struct {
 	// BodyTooLarge and BodyTimeout count 413 and 408 answers.
 	BodyTooLarge uint64 `json:"bodyTooLarge"`
 	BodyTimeout  uint64 `json:"bodyTimeout"`
+	// BodyNoMemory counts request bodies answered 503 because buffered
+	// bodies were at MaxBufferedBytes.
+	BodyNoMemory uint64 `json:"bodyNoMemory"`
+	// StreamedForMemory counts responses relayed as a stream, rather than
+	// buffered, because buffered bodies were at MaxBufferedBytes.
+	StreamedForMemory uint64 `json:"streamedForMemory"`
+	// BufferedBytes is the memory held now by buffered bodies, requests and
+	// responses; BufferedPeak the most ever held; BufferBudget the bound
+	// (MaxBufferedBytes).
+	BufferedBytes int64 `json:"bufferedBytes"`
+	BufferedPeak  int64 `json:"bufferedPeak"`
+	BufferBudget  int64 `json:"bufferBudget"`
 	// SlotWaits counts admitted requests that found no idle slot and had to
-	// wait: zero unless the Controller's limit runs above the slots (see
-	// Options.SlotLimit).
+	// wait: retries whose other workers were busy, or a request admitted
+	// in the instant a worker's limit fell.
 	SlotWaits uint64 `json:"slotWaits"`
 }
 
 // EndpointStats describes one worker.
 type EndpointStats struct {
-	ID          int       `json:"id"`
-	Network     string    `json:"network"`
-	Addr        string    `json:"addr"`
-	Concurrency int       `json:"concurrency"`
+	ID      int    `json:"id"`
+	Network string `json:"network"`
+	Addr    string `json:"addr"`
+	// Concurrency is the most requests it may hold (the maximum, when
+	// Adaptive), Limit how many it may hold now.
+	Concurrency int  `json:"concurrency"`
+	Adaptive    bool `json:"adaptive"`
+	Limit       int  `json:"limit"`
+	// Saturation is the last saturation it reported (HeaderSaturation),
+	// -1 when none; BadReports counts reports that could not be read.
+	Saturation  float64   `json:"saturation"`
+	BadReports  uint64    `json:"badReports"`
 	Outstanding int       `json:"outstanding"`
 	Served      uint64    `json:"served"`
 	Failures    uint64    `json:"failures"`
@@ -61,19 +83,24 @@ type EndpointStats struct {
 // Stats returns a snapshot of the endpoints and counters.
 func (p *Proxy) Stats() Stats {
 	st := Stats{
-		WastedRenders:   p.wasted.Load(),
-		NeverDispatched: p.neverDispatched.Load(),
-		BadGateway:      p.badGateway.Load(),
-		GatewayTimeout:  p.gatewayTimeout.Load(),
-		NoWorker:        p.noWorker.Load(),
-		Retries:         p.retries.Load(),
-		DialFailures:    p.dialFailures.Load(),
-		Hung:            p.hung.Load(),
-		Aborted:         p.aborted.Load(),
-		Fallbacks:       p.fallbacks.Load(),
-		BodyTooLarge:    p.tooLarge.Load(),
-		BodyTimeout:     p.bodyTimeouts.Load(),
-		SlotWaits:       p.pool.slotWaits.Load(),
+		WastedRenders:     p.wasted.Load(),
+		NeverDispatched:   p.neverDispatched.Load(),
+		BadGateway:        p.badGateway.Load(),
+		GatewayTimeout:    p.gatewayTimeout.Load(),
+		NoWorker:          p.noWorker.Load(),
+		Retries:           p.retries.Load(),
+		DialFailures:      p.dialFailures.Load(),
+		Hung:              p.hung.Load(),
+		Aborted:           p.aborted.Load(),
+		Fallbacks:         p.fallbacks.Load(),
+		BodyTooLarge:      p.tooLarge.Load(),
+		BodyTimeout:       p.bodyTimeouts.Load(),
+		BodyNoMemory:      p.bodyRefused.Load(),
+		BufferedBytes:     p.mem.used.Load(),
+		BufferedPeak:      p.mem.peak.Load(),
+		BufferBudget:      p.mem.max,
+		StreamedForMemory: p.streamedForMem.Load(),
+		SlotWaits:         p.pool.slotWaits.Load(),
 	}
 	p.pool.mu.Lock()
 	st.Slots = p.pool.slots
@@ -88,12 +115,18 @@ func (p *Proxy) Stats() Stats {
 			Network:     e.Network,
 			Addr:        e.Addr,
 			Concurrency: e.Concurrency,
+			Adaptive:    e.Adaptive,
+			Limit:       e.limit,
+			Saturation:  e.lastSat,
 			Outstanding: e.outstanding,
 			Draining:    e.draining,
 			Added:       e.added,
 			Served:      e.served.Load(),
 			Failures:    e.failures.Load(),
 		})
+		if e.wl != nil {
+			st.Endpoints[len(st.Endpoints)-1].BadReports = e.wl.badReport
+		}
 	}
 	p.pool.mu.Unlock()
 	return st

@@ -1,0 +1,104 @@
+package proxy_test
+
+import (
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/sluicehq/sluice/admission"
+	"github.com/sluicehq/sluice/internal/proxy"
+)
+
+// clients keeps n clients busy with path for d, each sending its next
+// request when the last is answered, and returns the headers the clients
+// saw.
+func (g *rig) clients(n int, d time.Duration, path string) []string {
+	var mu sync.Mutex
+	var leaked []string
+	var wg sync.WaitGroup
+	end := time.Now().Add(d)
+	for range n {
+		wg.Go(func() {
+			for time.Now().Before(end) {
+				c := g.get(path)
+				c.result()
+				if v := c.w.Header().Get(proxy.HeaderSaturation); v != "" {
+					mu.Lock()
+					leaked = append(leaked, v)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return leaked
+}
+
+func endpointStats(t *testing.T, g *rig) proxy.EndpointStats {
+	t.Helper()
+	st := g.p.Stats()
+	if len(st.Endpoints) != 1 {
+		t.Fatalf("got %d endpoints, want 1", len(st.Endpoints))
+	}
+	return st.Endpoints[0]
+}
+
+// A worker that reports an idle event loop while requests queue for it is
+// given more at once; one that reports saturation is brought back to 1.
+// The Controller's limit is the worker's, and the header never reaches a
+// client.
+func TestAdaptiveWorkerFollowsItsSaturation(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newRig(t, proxy.Options{}, admission.Options{QueueSize: 100, QueueTimeout: 10 * time.Second})
+		w, _ := g.adaptiveWorker(16)
+		if e := endpointStats(t, g); e.Limit != 1 || !e.Adaptive || e.Saturation != -1 {
+			t.Fatalf("new adaptive worker: got %+v, want limit 1, adaptive, no saturation", e)
+		}
+		leaked := g.clients(12, 2*time.Second, "/sleep?d=50ms&sat=0.05")
+		e := endpointStats(t, g)
+		if e.Limit < 8 || w.peak.Load() < 8 {
+			t.Errorf("idle loop, 12 clients: got limit %d, worker peak %d; want both at least 8", e.Limit, w.peak.Load())
+		}
+		if e.Saturation != 0.05 {
+			t.Errorf("got saturation %v, want the last report 0.05", e.Saturation)
+		}
+		if got := g.c.Stats().Limit; got != e.Limit {
+			t.Errorf("Controller limit %d, worker limit %d: want them equal", got, e.Limit)
+		}
+		leaked = append(leaked, g.clients(12, 2*time.Second, "/sleep?d=50ms&sat=0.99")...)
+		if e := endpointStats(t, g); e.Limit > 2 {
+			t.Errorf("saturated loop: got limit %d, want back near 1", e.Limit)
+		}
+		if len(leaked) > 0 {
+			t.Errorf("clients saw %s: %q", proxy.HeaderSaturation, leaked[:1])
+		}
+	})
+}
+
+// A report that cannot be read is counted and stripped, never trusted.
+func TestAdaptiveWorkerBadReports(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newRig(t, proxy.Options{}, admission.Options{})
+		g.adaptiveWorker(4)
+		leaked := g.clients(1, 200*time.Millisecond, "/sleep?d=10ms&sat=7")
+		if e := endpointStats(t, g); e.BadReports == 0 || e.Saturation != -1 {
+			t.Errorf("got %d bad reports, saturation %v; want some and -1", e.BadReports, e.Saturation)
+		}
+		if len(leaked) > 0 {
+			t.Errorf("clients saw %s: %q", proxy.HeaderSaturation, leaked[0])
+		}
+	})
+}
+
+// A fixed worker's limit never moves, whatever it reports.
+func TestFixedWorkerIgnoresReports(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newRig(t, proxy.Options{}, admission.Options{QueueSize: 100, QueueTimeout: 10 * time.Second})
+		w, _ := g.worker(2)
+		g.clients(8, time.Second, "/sleep?d=50ms&sat=0.01")
+		if e := endpointStats(t, g); e.Limit != 2 || w.peak.Load() != 2 {
+			t.Errorf("got limit %d, peak %d; want 2 and 2", e.Limit, w.peak.Load())
+		}
+	})
+}

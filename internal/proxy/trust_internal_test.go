@@ -1,0 +1,85 @@
+package proxy
+
+import (
+	"crypto/tls"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/sluicehq/sluice/admission"
+)
+
+// What reaches a worker depends on what is believed of the peer: an
+// untrusted client cannot name itself someone else or classify itself.
+func TestOutgoingHeaderTrust(t *testing.T) {
+	spoof := map[string]string{
+		"Sluice-Priority":   "critical-plus",
+		"Sluice-Tenant":     "victim",
+		"Sluice-Anything":   "x",
+		"Forwarded":         "for=203.0.113.66",
+		"X-Real-Ip":         "203.0.113.66",
+		"X-Client-Ip":       "203.0.113.66",
+		"True-Client-Ip":    "203.0.113.66",
+		"X-Forwarded-For":   "203.0.113.66",
+		"X-Forwarded-Proto": "https",
+		"X-Forwarded-Host":  "evil.example",
+		"X-Forwarded-Port":  "443",
+		"X-Kept":            "yes",
+	}
+	tests := []struct {
+		name  string
+		trust Trust
+		tls   bool
+		want  map[string]string // "" = absent
+	}{
+		{"untrusted", Trust{}, false, map[string]string{
+			"Sluice-Priority": "sheddable", "Sluice-Tenant": "", "Sluice-Anything": "",
+			"Forwarded": "", "X-Real-Ip": "", "X-Client-Ip": "", "True-Client-Ip": "", "X-Forwarded-Port": "",
+			"X-Forwarded-For": "192.0.2.7", "X-Forwarded-Proto": "http", "X-Forwarded-Host": "front.example", "X-Kept": "yes",
+		}},
+		{"untrusted over TLS", Trust{}, true, map[string]string{"X-Forwarded-Proto": "https", "X-Forwarded-For": "192.0.2.7"}},
+		{"trusted proxy", Trust{Proxy: true}, false, map[string]string{
+			"Sluice-Priority": "sheddable", "Sluice-Tenant": "",
+			"Forwarded": "for=203.0.113.66", "X-Real-Ip": "203.0.113.66", "X-Forwarded-Port": "443",
+			"X-Forwarded-For": "203.0.113.66, 192.0.2.7", "X-Forwarded-Proto": "https", "X-Forwarded-Host": "evil.example",
+		}},
+		{"trusted peer", Trust{Peer: true}, false, map[string]string{
+			"Sluice-Priority": "sheddable", "Sluice-Tenant": "victim", "Sluice-Anything": "x",
+			"Forwarded": "", "X-Real-Ip": "", "X-Forwarded-For": "192.0.2.7", "X-Forwarded-Proto": "http",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequest("GET", "http://front.example/x", nil)
+			r.RemoteAddr = "192.0.2.7:4321"
+			if tt.tls {
+				r.TLS = &tls.ConnectionState{}
+			}
+			for k, v := range spoof {
+				r.Header[k] = []string{v}
+			}
+			r.Header["sluice-lower"] = []string{"x"} // not canonical: built in Go
+			h := outgoingHeader(r, admission.Request{Priority: admission.Sheddable}, tt.trust)
+			for k, want := range tt.want {
+				if got := h.Get(k); got != want {
+					t.Errorf("%s: got %q, want %q", k, got, want)
+				}
+			}
+			if _, ok := h["sluice-lower"]; ok && !tt.trust.Peer {
+				t.Error("sluice-lower (non-canonical) reached the worker from an untrusted peer")
+			}
+		})
+	}
+}
+
+// Fallbacks match paths as routes do: cleaned, any case.
+func TestLongestPrefixMatchesAsRoutes(t *testing.T) {
+	fbs := []Fallback{{PathPrefix: "/"}, {PathPrefix: "/api"}}
+	for _, p := range []string{"/api/x", "/API/x", "//api/x", "/x/../api/x"} {
+		if got := longestPrefix(fbs, p); got != &fbs[1] {
+			t.Errorf("path %q: got fallback %q, want /api", p, got.PathPrefix)
+		}
+	}
+	if got := longestPrefix(fbs, "/other"); got != &fbs[0] {
+		t.Errorf("path /other: got fallback %q, want /", got.PathPrefix)
+	}
+}

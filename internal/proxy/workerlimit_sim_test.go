@@ -1,0 +1,291 @@
+package proxy
+
+import (
+	"math"
+	"strconv"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// simWorker is a Node.js worker under synctest's clock: one event loop
+// (a token) that a request holds for its CPU part, after an I/O part that
+// waits without it. It measures its event-loop utilization as
+// node/sluice-worker does: over the last interval of at least 100 ms,
+// computed when a response is written.
+type simWorker struct {
+	loop chan struct{} // capacity 1: the event loop
+
+	mu       sync.Mutex
+	cpu, io  time.Duration
+	busy     time.Duration // loop time used, ever
+	snapAt   time.Time
+	snapBusy time.Duration
+	elu      float64
+}
+
+func newSimWorker(cpu, io time.Duration) *simWorker {
+	return &simWorker{loop: make(chan struct{}, 1), cpu: cpu, io: io, snapAt: time.Now()}
+}
+
+func (w *simWorker) set(cpu, io time.Duration) {
+	w.mu.Lock()
+	w.cpu, w.io = cpu, io
+	w.mu.Unlock()
+}
+
+// serve runs one request and returns the saturation it reports.
+func (w *simWorker) serve() float64 {
+	w.mu.Lock()
+	cpu, io := w.cpu, w.io
+	w.mu.Unlock()
+	time.Sleep(io)
+	w.loop <- struct{}{}
+	time.Sleep(cpu)
+	<-w.loop
+	now := time.Now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.busy += cpu
+	if d := now.Sub(w.snapAt); d >= 100*time.Millisecond {
+		w.elu = float64(w.busy-w.snapBusy) / float64(d)
+		w.snapAt, w.snapBusy = now, w.busy
+	}
+	return min(w.elu, 1)
+}
+
+// simFront dispatches an open-loop load to one simWorker through a
+// workerLimit, as the pool does: a FIFO queue in front, at most the limit
+// in the worker, a queue timeout. report turns the worker's saturation
+// into the header value it sends ("" for none).
+type simFront struct {
+	w      *simWorker
+	report func(sat float64) string
+
+	mu       sync.Mutex
+	wl       *workerLimit
+	held     int
+	queue    []chan struct{}
+	served   int
+	maxLimit int
+}
+
+func newSimFront(w *simWorker, maxLimit int, report func(float64) string) *simFront {
+	return &simFront{w: w, report: report, maxLimit: maxLimit,
+		wl: newWorkerLimit(time.Now(), 1, maxLimit, WorkerLimit{})}
+}
+
+func (f *simFront) limit() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.wl.limit
+}
+
+// request is one arrival: it waits up to 500 ms for a slot, then runs.
+func (f *simFront) request() {
+	f.mu.Lock()
+	if f.held < f.wl.limit && len(f.queue) == 0 {
+		f.held++
+		f.wl.occupy(time.Now(), f.held)
+		f.mu.Unlock()
+	} else {
+		ready := make(chan struct{})
+		f.queue = append(f.queue, ready)
+		f.mu.Unlock()
+		t := time.NewTimer(500 * time.Millisecond)
+		select {
+		case <-ready:
+			t.Stop()
+		case <-t.C:
+			f.mu.Lock()
+			for i, q := range f.queue {
+				if q == ready {
+					f.queue = append(f.queue[:i], f.queue[i+1:]...)
+					f.mu.Unlock()
+					return // shed
+				}
+			}
+			f.mu.Unlock() // granted in the same instant
+		}
+	}
+	start := time.Now()
+	sat := f.w.serve()
+	now := time.Now()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.held--
+	f.served++
+	f.wl.occupy(now, f.held)
+	if v := f.report(sat); v != "" {
+		f.wl.report(parseSaturation(v))
+	}
+	f.wl.complete(now.Sub(start), false)
+	f.wl.decide(now)
+	for f.held < f.wl.limit && len(f.queue) > 0 {
+		f.held++
+		f.wl.occupy(now, f.held)
+		close(f.queue[0])
+		f.queue = f.queue[1:]
+	}
+}
+
+// load offers rate requests per second for d, and records the limit every
+// 100 ms.
+func (f *simFront) load(rate float64, d time.Duration) []int {
+	var wg sync.WaitGroup
+	gap := time.Duration(float64(time.Second) / rate)
+	var trace []int
+	start := time.Now()
+	nextTrace := start
+	for now := start; now.Sub(start) < d; now = time.Now() {
+		if !now.Before(nextTrace) {
+			trace = append(trace, f.limit())
+			nextTrace = nextTrace.Add(100 * time.Millisecond)
+		}
+		wg.Go(f.request)
+		time.Sleep(gap)
+	}
+	wg.Wait()
+	return trace
+}
+
+func elu(sat float64) string { return strconv.FormatFloat(sat, 'f', 3, 64) }
+
+func noReport(float64) string { return "" }
+
+// share returns the fraction of trace[from:] for which keep holds.
+func share(trace []int, from int, keep func(int) bool) float64 {
+	n := 0
+	for _, l := range trace[from:] {
+		if keep(l) {
+			n++
+		}
+	}
+	return float64(n) / float64(len(trace)-from)
+}
+
+func TestWorkerLimitSimCPUBoundStaysAtOne(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		report func(float64) string
+		atOne  float64 // the least share of time at 1
+	}{
+		{"reports saturation", elu, 0.95},
+		// Probing costs a window now and then, with backoff.
+		{"reports nothing", noReport, 0.7},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := newSimFront(newSimWorker(10*time.Millisecond, 0), 64, tc.report)
+				// 2x its capacity of 100/s, then light load.
+				trace := f.load(200, 5*time.Second)
+				if got := share(trace, 10, func(l int) bool { return l == 1 }); got < tc.atOne {
+					t.Errorf("at 2x: limit 1 for %.0f%% of the time, want at least %.0f%% (trace %v)", 100*got, 100*tc.atOne, trace)
+				}
+				if got := slicesMax(trace); got > 3 {
+					t.Errorf("at 2x: limit reached %d, want at most 3", got)
+				}
+				trace = f.load(60, 3*time.Second)
+				if got := slicesMax(trace); got > 3 {
+					t.Errorf("at 0.6x: the limit drifted to %d, want at most 3 (trace %v)", got, trace)
+				}
+			})
+		})
+	}
+}
+
+func TestWorkerLimitSimAsyncReachesSaturation(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// 2 ms of CPU after 60 ms of I/O: the loop saturates near 31
+		// requests at once (500/s).
+		f := newSimFront(newSimWorker(2*time.Millisecond, 60*time.Millisecond), 64, elu)
+		trace := f.load(800, 4*time.Second)
+		reached := -1
+		for i, l := range trace {
+			if l >= 20 {
+				reached = i
+				break
+			}
+		}
+		if reached < 0 || reached > 20 {
+			t.Fatalf("limit reached 20 after %d windows of 100 ms, want within 2 s (trace %v)", reached, trace)
+		}
+		last := trace[len(trace)-10:]
+		if lo, hi := slicesMin(last), slicesMax(last); lo < 20 || hi > 40 {
+			t.Errorf("settled in [%d, %d], want within [20, 40] around the loop's saturation (trace %v)", lo, hi, trace)
+		}
+		if rate := float64(f.served) / 4; rate < 0.85*500 {
+			t.Errorf("served %.0f/s, want at least 85%% of the loop's 500/s", rate)
+		}
+	})
+}
+
+func TestWorkerLimitSimFollowsSlowerRenders(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newSimWorker(2*time.Millisecond, 60*time.Millisecond)
+		f := newSimFront(w, 64, elu)
+		before := f.load(800, 3*time.Second)
+		w.set(4*time.Millisecond, 60*time.Millisecond) // renders twice as slow: saturates near 16
+		after := f.load(800, 3*time.Second)
+		if got := before[len(before)-1]; got < 20 {
+			t.Fatalf("before the step: limit %d, want at least 20 (trace %v)", got, before)
+		}
+		if got := after[20]; got > 20 || got < 8 {
+			t.Errorf("2 s after the step: limit %d, want in [8, 20] (trace %v)", got, after)
+		}
+	})
+}
+
+func TestWorkerLimitSimAsyncWithoutReportsGrows(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newSimFront(newSimWorker(2*time.Millisecond, 60*time.Millisecond), 64, noReport)
+		trace := f.load(400, 4*time.Second)
+		if got := slicesMin(trace[len(trace)-10:]); got <= 4 {
+			t.Errorf("a worker that reports nothing stayed at %d, want above 4 (trace %v)", got, trace)
+		}
+	})
+}
+
+func TestWorkerLimitSimLyingWorker(t *testing.T) {
+	for _, v := range []string{"1.5", "-0.2", "NaN", "abc", "", "+Inf"} {
+		t.Run(v, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				lie := func(float64) string {
+					if v == "" {
+						return " " // present but empty
+					}
+					return v
+				}
+				f := newSimFront(newSimWorker(10*time.Millisecond, 0), 64, lie)
+				trace := f.load(200, 3*time.Second)
+				f.mu.Lock()
+				bad := f.wl.badReport
+				f.mu.Unlock()
+				if bad == 0 {
+					t.Errorf("no bad report counted")
+				}
+				// Judged on latency instead: a CPU-bound worker stays near 1.
+				if got := share(trace, 10, func(l int) bool { return l == 1 }); got < 0.7 {
+					t.Errorf("limit 1 for %.0f%% of the time, want at least 70%% (trace %v)", 100*got, trace)
+				}
+			})
+		})
+	}
+}
+
+func slicesMax(s []int) int {
+	m := math.MinInt
+	for _, v := range s {
+		m = max(m, v)
+	}
+	return m
+}
+
+func slicesMin(s []int) int {
+	m := math.MaxInt
+	for _, v := range s {
+		m = min(m, v)
+	}
+	return m
+}
