@@ -18,7 +18,8 @@ import (
 )
 
 // adminServer is the admin listener: /metrics, /stats, the dashboard,
-// pprof, and POST /workers/restart for a rolling restart.
+// pprof, and POST /workers/restart for a rolling restart (refused to other
+// sites and to Host names not allowed: see admin.Guard).
 type adminServer struct {
 	s   *service
 	srv *http.Server
@@ -61,7 +62,10 @@ func newAdminServer(s *service) *adminServer {
 		w.WriteHeader(http.StatusAccepted)
 		io.WriteString(w, "rolling restart started\n")
 	})
-	return &adminServer{s: s, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}
+	// Every state-changing endpoint, this one and any added later, refuses
+	// cross-site requests and foreign Host names.
+	h := admin.Guard(mux, admin.GuardOptions{AllowedHosts: s.cfg.Admin.AllowedHosts, Logger: s.log})
+	return &adminServer{s: s, srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}}
 }
 
 func (a *adminServer) start() error {

@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/sluicehq/sluice/internal/supervisor"
 )
 
 // command is one subcommand. run returns the process exit code.
@@ -32,6 +34,9 @@ func commands() []command {
 }
 
 func main() {
+	// A worker's guard is this binary re-executed (see serve's workers):
+	// it never reaches the commands.
+	supervisor.GuardMain()
 	// Signals are the serve command's business (it drains on the first and
 	// cuts on the second); here they only cancel ctx for the others.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -17,7 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/admission"
 	"github.com/sluicehq/sluice/internal/demo"
+	"github.com/sluicehq/sluice/internal/supervisor"
 )
 
 // The test binary doubles as the sluice binary: with this variable set it
@@ -27,6 +29,7 @@ import (
 const runMainEnv = "SLUICE_TEST_RUN_MAIN"
 
 func TestMain(m *testing.M) {
+	supervisor.GuardMain() // sluice's workers run under the binary as their guard
 	if os.Getenv(runMainEnv) == "1" {
 		main()
 		return
@@ -231,7 +234,7 @@ admin: {listen: %q}
 			t.Errorf("%s on a saturated server: got %d, want 200", path, code)
 		}
 	}
-	st := waitStats(t, adminAddr, func(s stats) bool { return s.Admission.Shed["queue-full"] >= 1 })
+	st := waitStats(t, adminAddr, func(s stats) bool { return s.Admission.Shed[admission.ReasonQueueFull] >= 1 })
 	if st.Admission.Limit != 2 {
 		t.Errorf("/stats limit: got %d, want 2", st.Admission.Limit)
 	}
@@ -287,7 +290,7 @@ func TestServeUpstreams(t *testing.T) {
 	cfg := writeConfig(t, fmt.Sprintf(`server: {listen: %q, drainDelay: 100ms}
 admin: {listen: %q}
 upstreams:
-  servers: [%q, %q]
+  servers: [{address: %q, concurrency: 1}, {address: %q, concurrency: 1}]
   healthCheck: {path: %s, interval: 50ms, timeout: 1s, fails: 1, passes: 1}
 `, addr, adminAddr, upstreams[0], upstreams[1], demo.ReadyPath))
 	startSluice(t, "serve", "-c", cfg)
@@ -378,5 +381,46 @@ workers:
 	close(failures)
 	for f := range failures {
 		t.Errorf("a request failed during the rolling restart: %s", f)
+	}
+}
+
+// A workers section without a command runs the command after --, and a key
+// that has no effect is logged as a warning at start.
+func TestServeCommandAfterDashDash(t *testing.T) {
+	addr := freeAddr(t)
+	cfg := writeConfig(t, fmt.Sprintf(`server: {listen: %q, drainDelay: 100ms, backpressure: {minLimit: 3}}
+admin: {listen: "off"}
+workers:
+  count: 1
+  readyPath: %s
+  env: {%s: "1"}
+`, addr, demo.ReadyPath, runMainEnv))
+	p := startSluice(t, "serve", "-c", cfg, "--", os.Args[0], "demo-worker")
+	if err := waitReady(context.Background(), "http://"+addr+"/__sluice/ready", 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, body := get("http://"+addr+"/?cpu=0", 5*time.Second); code != http.StatusOK || !strings.Contains(body, "Rendered") {
+		t.Errorf("got %d %q, want 200 from the worker started from the command line", code, body)
+	}
+	out := p.out.String()
+	for _, want := range []string{"config: a key has no effect", "at=" + cfg + ":1", "key=server.backpressure.minLimit"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the log at start lacks %q:\n%s", want, out)
+		}
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	if code := p.exitCode(t, 10*time.Second); code != 0 {
+		t.Errorf("exit code after a drain: got %d, want 0", code)
+	}
+}
+
+// A worker command in the file and after -- is refused before anything
+// starts: one of the two would be silently ignored.
+func TestServeRefusesTwoCommands(t *testing.T) {
+	cfg := writeConfig(t, "admin: {listen: \"off\"}\nworkers:\n  count: 1\n  command: node a.js\n")
+	var out, errOut bytes.Buffer
+	code := runServe(context.Background(), []string{"-c", cfg, "--", "node", "b.js"}, &out, &errOut)
+	if want := cfg + ":4: workers.command: is also given after -- on the command line"; code != 1 || !strings.Contains(errOut.String(), want) {
+		t.Errorf("got exit %d, stderr %q; want 1 and %q", code, errOut.String(), want)
 	}
 }

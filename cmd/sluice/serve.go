@@ -36,6 +36,11 @@ request to an idle one; with upstreams it fronts servers it does not start;
 with neither it serves the embedded demo app (?cpu=<ms>, ?sleep=<ms>) behind
 the admission controller, as a Go service using the library would.
 
+A command after -- is the workers' command: it fills a workers section
+that names none, or adds one with its defaults. A file that names a command
+too is an error. Keys of the file that have no effect (sluice validate
+lists them) are logged as warnings at start.
+
 The first SIGTERM or SIGINT drains (readiness 503, drainDelay, stop
 accepting, in-flight requests finish, workers stop); a second cuts at once.
 SIGHUP restarts the workers one at a time.
@@ -61,18 +66,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "sluice serve:", err)
 		return 2
 	}
-	cfg, source, err := config.Resolve(*cfgPath)
+	loaded, err := config.ResolveWith(*cfgPath, config.Overrides{Command: fs.Args()})
 	if err != nil {
 		printConfigErrors(stderr, err)
 		return 1
 	}
-	if cmd := fs.Args(); len(cmd) > 0 {
-		if err := commandLineWorkers(cfg, cmd); err != nil {
-			fmt.Fprintln(stderr, "sluice serve:", err)
-			return 2
-		}
-	}
-	s, err := newService(cfg, source, log, stderr, nil)
+	logWarnings(log, loaded.Warnings)
+	s, err := newService(loaded.Config, loaded.Source, log, stderr, nil)
 	if err != nil {
 		fmt.Fprintln(stderr, "sluice serve:", err)
 		return 1
@@ -105,21 +105,20 @@ func printConfigErrors(w io.Writer, err error) {
 	fmt.Fprintln(w, err)
 }
 
-// commandLineWorkers makes the command after -- the workers' command, with
-// the config's workers settings or their defaults.
-func commandLineWorkers(cfg *config.Config, cmd []string) error {
-	if cfg.Upstreams != nil {
-		return errors.New("a worker command after -- conflicts with the config's upstreams")
-	}
-	if cfg.Workers == nil {
-		d, err := config.Parse("defaults", []byte("workers: {command: [placeholder]}\n"))
-		if err != nil {
-			return err
+// logWarnings logs the config's warnings: keys that have no effect, and
+// values that disable a safety.
+func logWarnings(log *slog.Logger, warnings []*config.Error) {
+	for _, w := range warnings {
+		at := w.File
+		if w.Line > 0 {
+			at = fmt.Sprintf("%s:%d", w.File, w.Line)
 		}
-		cfg.Workers = d.Workers
+		msg := "config: a key has no effect"
+		if w.Unsafe() {
+			msg = "config: a value disables a safety"
+		}
+		log.Warn(msg, "at", at, "key", w.Path, "why", w.Msg)
 	}
-	cfg.Workers.Command = cmd
-	return nil
 }
 
 // backends is what the supervisor and the static upstreams have in common:
@@ -161,8 +160,7 @@ func newService(cfg *config.Config, source string, log *slog.Logger, workerOut i
 		}
 		s.sat, sig = rt, rt
 	}
-	slots := limit.NewFixed(1)
-	copts, err := wire.ControllerOptions(cfg, sig, slots, log)
+	copts, err := wire.ControllerOptions(cfg, sig, log)
 	if err != nil {
 		return nil, err
 	}
@@ -177,9 +175,15 @@ func newService(cfg *config.Config, source string, log *slog.Logger, workerOut i
 	ready := func() bool { return true }
 	switch {
 	case wire.FrontMode(cfg):
-		popts, err := proxyOptions(cfg, s.ctrl, slots, cls, base, log)
+		popts, err := proxyOptions(cfg, s.ctrl, cls, base, log)
 		if err != nil {
 			return nil, err
+		}
+		if cfg.Workers != nil {
+			// A hung worker is taken out of rotation by the proxy and
+			// killed here (s.sup is set below, before any request); its
+			// slot restarts like any crashed worker's.
+			popts.OnHung = func(id int) { s.sup.Kill(id, "hung: silent past its timeout and hang grace") }
 		}
 		if s.px, err = proxy.New(popts); err != nil {
 			return nil, err
@@ -190,7 +194,11 @@ func newService(cfg *config.Config, source string, log *slog.Logger, workerOut i
 			bal = teeBalancer{s.px, also}
 		}
 		if cfg.Workers != nil {
-			if s.sup, err = supervisor.New(bal, supervisorOptions(cfg.Workers, base, workerOut, log)); err != nil {
+			so := supervisorOptions(cfg.Workers, base, workerOut, log)
+			if so.Guard, err = os.Executable(); err != nil {
+				log.Warn("workers run without a guard: what a worker starts (an sh -c or npm start worker's server) outlives sluice if it is killed with SIGKILL", "err", err)
+			}
+			if s.sup, err = supervisor.New(bal, so); err != nil {
 				return nil, err
 			}
 			s.pool = s.sup
@@ -221,6 +229,7 @@ func newService(cfg *config.Config, source string, log *slog.Logger, workerOut i
 		DrainDelay:       orNone(sc.DrainDelay),
 		MaxHeaderBytes:   int(sc.MaxHeaderBytes),
 		MaxConnections:   int(orNone(time.Duration(sc.MaxConnections))),
+		SendTimeout:      orNone(sc.SendTimeout),
 		HealthPath:       sc.HealthPath,
 		ReadyPath:        sc.ReadyPath,
 		Ready:            ready,

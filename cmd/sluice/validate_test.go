@@ -29,6 +29,14 @@ func TestValidateExitCodes(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("server:\n  listen: 8080\n  keepAliveTimout: 5s\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	noEffect := filepath.Join(dir, "no-effect.yaml")
+	if err := os.WriteFile(noEffect, []byte("server:\n  backpressure: {maxLimit: 50}\nworkers:\n  command: node w.js\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	noCommand := filepath.Join(dir, "no-command.yaml")
+	if err := os.WriteFile(noCommand, []byte("workers:\n  count: 2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name       string
 		args       []string
@@ -40,6 +48,7 @@ func TestValidateExitCodes(t *testing.T) {
 	}{
 		{name: "valid file", args: []string{"-c", good}, code: 0, stdout: "ok: " + good + "\n", stderrNone: true},
 		{name: "example file", args: []string{"-c", "../../examples/sluice.yaml"}, code: 0, stdout: "ok: ../../examples/sluice.yaml\n", stderrNone: true},
+		{name: "react-ssr example", args: []string{"-c", "../../examples/react-ssr/sluice.yaml"}, code: 0, stdout: "ok: ../../examples/react-ssr/sluice.yaml\n", stderrNone: true},
 		{name: "every error", args: []string{"-c", bad}, code: 1, stderrHas: []string{
 			bad + ":2: server.listen: want a string",
 			bad + ":3: server.keepAliveTimout: unknown key (did you mean keepAliveTimeout?)",
@@ -48,7 +57,15 @@ func TestValidateExitCodes(t *testing.T) {
 		{name: "unknown flag", args: []string{"-x"}, code: 2, stderrHas: []string{"flag provided but not defined: -x", "usage: sluice validate"}},
 		{name: "positional argument", args: []string{good}, code: 2, stderrHas: []string{"unexpected argument", "usage: sluice validate"}},
 		{name: "print-defaults with -c", args: []string{"--print-defaults", "-c", good}, code: 2, stderrHas: []string{"takes no -c"}},
-		{name: "help", args: []string{"-h"}, code: 0, stdoutHas: "usage: sluice validate [-c FILE] [--print-defaults]", stderrNone: true},
+		{name: "print-defaults with a command", args: []string{"--print-defaults", "--", "node"}, code: 2, stderrHas: []string{"takes no -c or command"}},
+		{name: "help", args: []string{"-h"}, code: 0, stdoutHas: "usage: sluice validate [-c FILE] [--strict] [--print-defaults] [-- worker command...]", stderrNone: true},
+		{name: "warning: exit 0", args: []string{"-c", noEffect}, code: 0, stdout: "ok: " + noEffect + " (1 warning)\n",
+			stderrHas: []string{noEffect + ":2: warning: server.backpressure.maxLimit: has no effect with workers"}},
+		{name: "warning with --strict: exit 1", args: []string{"--strict", "-c", noEffect}, code: 1,
+			stderrHas: []string{noEffect + ":2: warning: server.backpressure.maxLimit", "1 warning (--strict)"}},
+		{name: "workers without a command", args: []string{"-c", noCommand}, code: 1, stderrHas: []string{noCommand + ":1: workers.command: must name the program"}},
+		{name: "the command after --", args: []string{"-c", noCommand, "--", "node", "worker.js"}, code: 0, stdout: "ok: " + noCommand + "\n", stderrNone: true},
+		{name: "a command in the file and after --", args: []string{"-c", noEffect, "--", "node"}, code: 1, stderrHas: []string{noEffect + ":4: workers.command: is also given after --"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stdout, stderr := validate(t, tc.args...)
@@ -81,7 +98,7 @@ func TestValidateErrorsOnePerLine(t *testing.T) {
 	}
 	code, stdout, stderr := validate(t, "-c", p)
 	want := p + ":3: server.backpressure.minLimit: 50 is greater than maxLimit (10)\n" +
-		p + ":5: workers.command: must name the program to run\n" +
+		p + ":5: workers.command: must name the program to run (here, or after -- on the sluice serve command line)\n" +
 		p + ":6: workers.count: 0 is not a positive whole number or \"auto\"\n"
 	if code != 1 || stdout != "" || stderr != want {
 		t.Errorf("got %d, stdout %q, stderr\n%s\nwant 1, no stdout, stderr\n%s", code, stdout, stderr, want)

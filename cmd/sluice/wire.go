@@ -14,7 +14,6 @@ import (
 	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/internal/proxy"
 	"github.com/sluicehq/sluice/internal/supervisor"
-	"github.com/sluicehq/sluice/limit"
 )
 
 // This file maps the configuration onto the components' options. It holds
@@ -28,7 +27,7 @@ func classifier(cfg *config.Config) (*admission.Classifier, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &admission.Classifier{TrustedPeers: cfg.Server.TrustedPeers, Tenant: key}
+	c := &admission.Classifier{TrustedPeers: cfg.Server.TrustedPeers, TrustedProxies: cfg.Server.TrustedProxies, Tenant: key}
 	for _, r := range cfg.Routes {
 		p, err := admission.ParsePriority(r.Priority)
 		if err != nil {
@@ -45,26 +44,31 @@ func classifier(cfg *config.Config) (*admission.Classifier, error) {
 }
 
 // proxyOptions builds the proxy's options; fallbacks come from routes.
-func proxyOptions(cfg *config.Config, ctrl *admission.Controller, slots *limit.Fixed, cls *admission.Classifier, base string, log *slog.Logger) (proxy.Options, error) {
+func proxyOptions(cfg *config.Config, ctrl *admission.Controller, cls *admission.Classifier, base string, log *slog.Logger) (proxy.Options, error) {
 	p := cfg.Proxy
 	o := proxy.Options{
-		Controller:          ctrl,
-		SlotLimit:           slots,
+		Controller: ctrl,
+		// The seed's eluMax, per worker: the saturation each adaptive
+		// worker's limit keeps under.
+		WorkerLimit:         proxy.WorkerLimit{MaxSaturation: cfg.Server.Backpressure.SaturationMax},
 		Classify:            cls.Classify,
 		PingPath:            p.PingPath,
 		NoPing:              p.PingPath == "",
 		Timeout:             p.Timeout,
 		MaxBodyBytes:        p.MaxBodyBytes,
+		MaxBufferedBytes:    p.MaxBufferedBytes, // 0: derived from the machine, as in the file
 		BufferResponseBytes: p.BufferResponseBytes,
-		NoRetry:             !p.RetryIdempotent,
 		SlowStart:           slowStart(cfg),
 		Logger:              log,
+	}
+	o.Trust = func(r *http.Request) proxy.Trust {
+		return proxy.Trust{Peer: cls.Trusted(r), Proxy: cls.TrustedProxy(r)}
 	}
 	if o.Timeout == 0 {
 		o.Timeout = -1
 	}
 	if o.MaxBodyBytes == 0 {
-		o.MaxBodyBytes = -1
+		o.MaxBodyBytes = -1 // bounded by MaxBufferedBytes alone
 	}
 	if o.BufferResponseBytes == 0 {
 		o.BufferResponseBytes = -1
@@ -92,10 +96,12 @@ func proxyOptions(cfg *config.Config, ctrl *admission.Controller, slots *limit.F
 
 // supervisorOptions builds the worker supervisor's options.
 func supervisorOptions(w *config.Workers, base string, out io.Writer, log *slog.Logger) supervisor.Options {
+	concurrency, adaptive := w.Concurrency.Limit(w.MaxConcurrency)
 	o := supervisor.Options{
 		Command:         w.Command,
 		Count:           w.Count.Resolve(numCPU()),
-		Concurrency:     w.Concurrency,
+		Concurrency:     concurrency,
+		Adaptive:        adaptive,
 		Dir:             resolve(base, w.Dir),
 		AddressMode:     supervisor.AddressMode(w.Address),
 		ReadyPath:       w.ReadyPath,
@@ -167,7 +173,8 @@ func staticOptions(u *config.Upstreams, log *slog.Logger) supervisor.StaticOptio
 		Logger:     log,
 	}
 	for _, s := range u.Servers {
-		e := supervisor.Endpoint{Network: "tcp", Addr: s.Address, Concurrency: s.Concurrency}
+		n, adaptive := s.Concurrency.Limit(s.MaxConcurrency)
+		e := supervisor.Endpoint{Network: "tcp", Addr: s.Address, Concurrency: n, Adaptive: adaptive}
 		if path, ok := strings.CutPrefix(s.Address, "unix:"); ok {
 			e.Network, e.Addr = "unix", path
 		}

@@ -26,41 +26,64 @@ func TestAccessLog(t *testing.T) {
 	}
 }
 
-func TestCommandLineWorkers(t *testing.T) {
-	cfg := config.Default()
-	if err := commandLineWorkers(cfg, []string{"node", "worker.js"}); err != nil {
-		t.Fatal(err)
+// workers.concurrency maps onto the supervisor: auto is adaptive up to
+// maxConcurrency, a number is the fixed limit.
+func TestSupervisorOptionsConcurrency(t *testing.T) {
+	for _, tt := range []struct {
+		yaml         string
+		wantN        int
+		wantAdaptive bool
+	}{
+		{"workers: {command: w}", 64, true},
+		{"workers: {command: w, concurrency: auto, maxConcurrency: 12}", 12, true},
+		{"workers: {command: w, concurrency: 3}", 3, false},
+	} {
+		cfg, err := config.Parse("t", []byte(tt.yaml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := supervisorOptions(cfg.Workers, "", nil, nil)
+		if o.Concurrency != tt.wantN || o.Adaptive != tt.wantAdaptive {
+			t.Errorf("%s: got concurrency %d adaptive %v, want %d %v", tt.yaml, o.Concurrency, o.Adaptive, tt.wantN, tt.wantAdaptive)
+		}
 	}
-	w := cfg.Workers
-	if w == nil || strings.Join(w.Command, " ") != "node worker.js" || w.Concurrency != 1 || w.Count != config.CountAuto {
-		t.Fatalf("got workers %+v, want node worker.js with the workers defaults", w)
-	}
-	up, err := config.Parse("t", []byte("upstreams: {servers: [127.0.0.1:1]}"))
+}
+
+// In front mode the seed's eluMax is each adaptive worker's threshold.
+func TestProxyOptionsWorkerLimit(t *testing.T) {
+	cfg, err := config.Parse("t", []byte("server: {backpressure: {eluMax: 0.7}}\nworkers: {command: w}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := commandLineWorkers(up, []string{"node"}); err == nil {
-		t.Fatal("a command with upstreams configured: got nil error, want a conflict")
+	o, err := proxyOptions(cfg, nil, &admission.Classifier{}, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := o.WorkerLimit.MaxSaturation; got != 0.7 {
+		t.Errorf("got WorkerLimit.MaxSaturation %v, want 0.7 (server.backpressure.eluMax)", got)
 	}
 }
 
 func TestStaticOptions(t *testing.T) {
 	cfg, err := config.Parse("t", []byte(`upstreams:
-  servers: ["127.0.0.1:8080", {address: "unix:/run/app.sock", concurrency: 4}]
+  servers: ["127.0.0.1:8080", {address: "unix:/run/app.sock", concurrency: 4}, {address: "127.0.0.1:8081", maxConcurrency: 9}]
   healthCheck: {path: /healthz, fails: 2, passes: 3}
 `))
 	if err != nil {
 		t.Fatal(err)
 	}
 	o := staticOptions(cfg.Upstreams, nil)
-	if len(o.Upstreams) != 2 {
-		t.Fatalf("got %d upstreams, want 2", len(o.Upstreams))
+	if len(o.Upstreams) != 3 {
+		t.Fatalf("got %d upstreams, want 3", len(o.Upstreams))
 	}
-	if u := o.Upstreams[0]; u.Network != "tcp" || u.Addr != "127.0.0.1:8080" || u.Concurrency != 1 {
-		t.Errorf("first upstream: got %+v", u)
+	if u := o.Upstreams[0]; u.Network != "tcp" || u.Addr != "127.0.0.1:8080" || u.Concurrency != 64 || !u.Adaptive {
+		t.Errorf("first upstream: got %+v, want tcp 127.0.0.1:8080, adaptive up to 64", u)
 	}
-	if u := o.Upstreams[1]; u.Network != "unix" || u.Addr != "/run/app.sock" || u.Concurrency != 4 {
-		t.Errorf("unix upstream: got %+v, want unix /run/app.sock concurrency 4", u)
+	if u := o.Upstreams[1]; u.Network != "unix" || u.Addr != "/run/app.sock" || u.Concurrency != 4 || u.Adaptive {
+		t.Errorf("unix upstream: got %+v, want unix /run/app.sock, fixed concurrency 4", u)
+	}
+	if u := o.Upstreams[2]; u.Concurrency != 9 || !u.Adaptive {
+		t.Errorf("third upstream: got %+v, want adaptive up to 9", u)
 	}
 	if o.HealthPath != "/healthz" || o.Fall != 2 || o.Rise != 3 {
 		t.Errorf("health check: got path %q fall %d rise %d", o.HealthPath, o.Fall, o.Rise)

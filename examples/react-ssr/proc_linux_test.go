@@ -46,19 +46,28 @@ func isWorker(pid int) bool {
 	return len(args) >= 2 && filepath.Base(string(args[0])) == "node" && string(args[1]) == "worker.js"
 }
 
-// workersOf returns the running node worker.js children of ppid, sorted.
+// workersOf returns the running node worker.js processes below ppid,
+// sorted: its children, or their children (sluice runs each worker under a
+// small guard process that kills the worker's process group when sluice
+// dies).
 func workersOf(ppid int) []int {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
 	}
-	var pids []int
+	parents := make(map[int]int)
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		if _, parent, ok := procStat(pid); ok && parent == ppid && isWorker(pid) {
+		if _, parent, ok := procStat(pid); ok {
+			parents[pid] = parent
+		}
+	}
+	var pids []int
+	for pid, parent := range parents {
+		if (parent == ppid || parents[parent] == ppid) && isWorker(pid) {
 			pids = append(pids, pid)
 		}
 	}

@@ -36,7 +36,7 @@ func TestEndpoints(t *testing.T) {
 	reg.MustRegister(c)
 	snap := admin.Snapshot{
 		Time:      time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC),
-		Admission: admission.Stats{Limit: 40, Inflight: 12, Queued: 3, Saturation: 0.5, Latency: 20 * time.Millisecond, Shed: map[string]uint64{"queue-full": 2}},
+		Admission: admission.Stats{Limit: 40, Inflight: 12, Queued: 3, Saturation: 0.5, Latency: 20 * time.Millisecond, Shed: shed(admission.ReasonQueueFull, 2)},
 		Conns:     &server.ConnStats{Open: 7, Refused: 1},
 		Workers:   []admin.Worker{{ID: "worker-1", State: "ready", PID: 42, Inflight: 1}},
 	}
@@ -78,7 +78,7 @@ func TestEndpoints(t *testing.T) {
 
 func TestStatsJSON(t *testing.T) {
 	snap := admin.Snapshot{
-		Admission: admission.Stats{Limit: 40, Saturation: -1, Latency: 1500 * time.Microsecond, Shed: map[string]uint64{"codel": 5}},
+		Admission: admission.Stats{Limit: 40, Saturation: -1, Latency: 1500 * time.Microsecond, Shed: shed(admission.ReasonCoDel, 5)},
 		Workers:   []admin.Worker{{ID: "w1", State: "busy", Inflight: 1, Restarts: 2}},
 	}
 	h := admin.Handler(admin.Options{Stats: func() any { return snap }})
@@ -180,4 +180,13 @@ func TestMetricsRegistry(t *testing.T) {
 	if got := resp.Header.Get("Content-Type"); !strings.HasPrefix(got, "application/openmetrics-text") || !strings.HasSuffix(strings.TrimSpace(body), "# EOF") {
 		t.Errorf("OpenMetrics: got Content-Type %q and body ending %q", got, body[max(0, len(body)-20):])
 	}
+}
+
+// shed builds shed counts from reason, count pairs.
+func shed(pairs ...any) admission.ShedCounts {
+	var s admission.ShedCounts
+	for i := 0; i < len(pairs); i += 2 {
+		s[pairs[i].(admission.Reason)] = uint64(pairs[i+1].(int))
+	}
+	return s
 }

@@ -14,7 +14,7 @@ import (
 // request: the cost of watching.
 func BenchmarkScrape(b *testing.B) {
 	stats := admission.Stats{Limit: 40, Inflight: 12, Saturation: 0.3, Latency: time.Millisecond,
-		Shed: map[string]uint64{"queue-full": 5, "codel": 2}}
+		Shed: shed(admission.ReasonQueueFull, 5, admission.ReasonCoDel, 2)}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(admin.NewAdmissionCollector("sluice", func() admission.Stats { return stats }))
 	h := admin.Handler(admin.Options{Registry: reg, Stats: func() any { return admin.Snapshot{Admission: stats} }})

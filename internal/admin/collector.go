@@ -1,8 +1,6 @@
 package admin
 
 import (
-	"slices"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sluicehq/sluice/admission"
 	"github.com/sluicehq/sluice/server"
@@ -30,8 +28,7 @@ type admissionCollector struct {
 //
 // sluice_shed_total has a series for every admission.Reasons() from the
 // first scrape, at zero until it happens, so that rate() sees the first
-// shed; reasons outside that list that appear in Stats.Shed are exported
-// too.
+// shed.
 func NewAdmissionCollector(namespace string, snap func() admission.Stats) prometheus.Collector {
 	desc := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc(prometheus.BuildFQName(namespace, "", name), help, labels, nil)
@@ -76,48 +73,53 @@ func (c *admissionCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.admittedAfterWait, s.AdmittedAfterWait)
 	counter(c.cancelled, s.Cancelled)
 
-	reasons := make([]string, 0, len(s.Shed)+8)
 	for _, r := range admission.Reasons() {
-		reasons = append(reasons, r.String())
-	}
-	for r := range s.Shed {
-		if !slices.Contains(reasons, r) {
-			reasons = append(reasons, r)
-		}
-	}
-	for _, r := range reasons {
-		counter(c.shed, s.Shed[r], r)
+		counter(c.shed, s.Shed[r], r.String())
 	}
 }
 
 // connCollector exports a server's connection counts.
 type connCollector struct {
-	snap          func() server.ConnStats
-	open, refused *prometheus.Desc
+	snap                                      func() server.ConnStats
+	open, idle, probeOnly, refused, reclaimed *prometheus.Desc
 }
 
 // NewConnCollector returns a collector of a server's client connections,
 // calling snap (e.g. Server.Conns) once per scrape. With namespace
-// "sluice" it exports the gauge sluice_connections_open and the counter
-// sluice_connections_refused_total (closed at accept: MaxConnections
-// reached).
+// "sluice" it exports the gauges sluice_connections_open, _idle (between
+// requests) and _probe_only (beyond MaxConnections, for probes), and the
+// counters sluice_connections_refused_total (closed at accept: the limit
+// and the probe reserve reached) and sluice_connections_reclaimed_total
+// (idle connections closed to make room at the limit).
 func NewConnCollector(namespace string, snap func() server.ConnStats) prometheus.Collector {
 	return &connCollector{
 		snap: snap,
 		open: prometheus.NewDesc(prometheus.BuildFQName(namespace, "connections", "open"),
 			"Client connections open.", nil, nil),
+		idle: prometheus.NewDesc(prometheus.BuildFQName(namespace, "connections", "idle"),
+			"Client connections open and idle between requests.", nil, nil),
+		probeOnly: prometheus.NewDesc(prometheus.BuildFQName(namespace, "connections", "probe_only"),
+			"Client connections accepted beyond the connection limit, for the probes only.", nil, nil),
 		refused: prometheus.NewDesc(prometheus.BuildFQName(namespace, "connections", "refused_total"),
 			"Client connections closed at accept because the connection limit was reached.", nil, nil),
+		reclaimed: prometheus.NewDesc(prometheus.BuildFQName(namespace, "connections", "reclaimed_total"),
+			"Idle client connections closed to make room for a new one at the connection limit.", nil, nil),
 	}
 }
 
 func (c *connCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.open
+	ch <- c.idle
+	ch <- c.probeOnly
 	ch <- c.refused
+	ch <- c.reclaimed
 }
 
 func (c *connCollector) Collect(ch chan<- prometheus.Metric) {
 	s := c.snap()
 	ch <- prometheus.MustNewConstMetric(c.open, prometheus.GaugeValue, float64(s.Open))
+	ch <- prometheus.MustNewConstMetric(c.idle, prometheus.GaugeValue, float64(s.Idle))
+	ch <- prometheus.MustNewConstMetric(c.probeOnly, prometheus.GaugeValue, float64(s.ProbeOnly))
 	ch <- prometheus.MustNewConstMetric(c.refused, prometheus.CounterValue, float64(s.Refused))
+	ch <- prometheus.MustNewConstMetric(c.reclaimed, prometheus.CounterValue, float64(s.Reclaimed))
 }

@@ -60,6 +60,11 @@ type Config struct {
 	Routes []Route `yaml:"routes"`
 }
 
+// FrontMode reports whether c fronts workers or upstreams. Otherwise sluice
+// is in library mode: it serves its embedded app in-process behind the
+// admission controller, as a Go service using the library would.
+func (c *Config) FrontMode() bool { return c.Workers != nil || c.Upstreams != nil }
+
 // Server configures the main listener.
 type Server struct {
 	// Listen is the address to listen on, host:port (":3000" = every
@@ -94,18 +99,31 @@ type Server struct {
 	// MaxHeaderBytes bounds the request line and headers; above it the
 	// request gets 431 (http.Server.MaxHeaderBytes). Must be > 0.
 	MaxHeaderBytes int64 `yaml:"maxHeaderBytes"`
-	// MaxConnections bounds the open client connections; one beyond it is
-	// closed at once, before anything is read. 0 = unlimited.
+	// MaxConnections bounds the open client connections. At the bound a
+	// new connection replaces the one idle longest; with none idle it may
+	// only ask the probes (a few dozen such), and beyond those it is closed
+	// at once, before anything is read. 0 = unlimited.
 	MaxConnections int `yaml:"maxConnections"`
+	// SendTimeout is how long a client may take no byte of its response
+	// before it is cut (each write, not the whole response: streams live
+	// as long as they move). 0 = no limit.
+	SendTimeout time.Duration `yaml:"sendTimeout"`
 	// HealthPath answers liveness: 200 while the process can serve at all.
 	HealthPath string `yaml:"healthPath"`
 	// ReadyPath answers readiness: 200 only while accepting work.
 	ReadyPath string `yaml:"readyPath"`
 	// TrustedPeers are the client networks whose Sluice-Priority,
-	// Sluice-Tenant, Sluice-Timeout and X-Forwarded-For headers are
-	// believed. In the file: CIDRs or bare IPs (a bare IP is a /32 or /128).
-	// Empty = nobody.
+	// Sluice-Tenant and Sluice-Timeout headers are believed (and passed to
+	// workers; from anyone else every Sluice-* header is removed). In the
+	// file: CIDRs or bare IPs (a bare IP is a /32 or /128). Empty = nobody.
 	TrustedPeers []netip.Prefix `yaml:"trustedPeers"`
+	// TrustedProxies are the client networks (load balancers, reverse
+	// proxies) whose X-Forwarded-For is believed for the client's address,
+	// and whose X-Forwarded-Proto, X-Forwarded-Host, Forwarded and
+	// X-Real-IP are passed to workers. From anyone else those are removed
+	// and X-Forwarded-For is the connection's address alone. Same form as
+	// TrustedPeers. Empty = nobody.
+	TrustedProxies []netip.Prefix `yaml:"trustedProxies"`
 	// AccessLog logs one line per request.
 	AccessLog bool `yaml:"accessLog"`
 	// Backpressure is the adaptive concurrency limit and its queue.
@@ -123,6 +141,7 @@ func (t TLS) Enabled() bool { return t.CertFile != "" && t.KeyFile != "" }
 
 // Algorithm names for Backpressure.Algorithm.
 const (
+	AlgorithmAuto     = "auto"     // limit.Auto: CPU load and RTT, finds the limit itself
 	AlgorithmAIMD     = "aimd"     // the seed's rule on the saturation signal
 	AlgorithmGradient = "gradient" // latency gradient
 	AlgorithmFixed    = "fixed"    // the limit stays at InitialLimit
@@ -134,7 +153,8 @@ type Backpressure struct {
 	// Server.MaxConcurrentRequests (if > 0) limits, and excess is shed at
 	// once.
 	Enabled bool `yaml:"enabled"`
-	// Algorithm is AlgorithmAIMD, AlgorithmGradient or AlgorithmFixed.
+	// Algorithm is AlgorithmAuto, AlgorithmAIMD, AlgorithmGradient or
+	// AlgorithmFixed.
 	Algorithm string `yaml:"algorithm"`
 	// InitialLimit is the limit at start; 0 = MaxLimit (start wide open,
 	// as the seed does). Otherwise within [MinLimit, MaxLimit].
@@ -179,6 +199,13 @@ type Admin struct {
 	Listen string `yaml:"listen"`
 	// PProf serves /debug/pprof/ on the admin listener.
 	PProf bool `yaml:"pprof"`
+	// AllowedHosts are the Host header names (any case, port ignored)
+	// whose state-changing requests (POST /workers/restart) the admin
+	// listener accepts, beside loopback (localhost, 127.0.0.0/8, ::1),
+	// which is always accepted; "*" accepts any. A request from another
+	// site (per Sec-Fetch-Site or Origin) is refused whatever its Host.
+	// Empty = loopback only: a DNS rebinding page cannot reach it.
+	AllowedHosts []string `yaml:"allowedHosts"`
 }
 
 // Enabled reports whether the admin listener runs.
@@ -198,9 +225,14 @@ type Workers struct {
 	// Count is how many processes run; CountAuto (the file's "auto") = one
 	// per CPU. In the file only a positive integer or "auto" is accepted.
 	Count Count `yaml:"count"`
-	// Concurrency is how many requests one process is given at once; 1 for
-	// single-threaded renderers.
-	Concurrency int `yaml:"concurrency"`
+	// Concurrency is how many requests one process is given at once:
+	// ConcurrencyAuto (the file's "auto", the default) lets sluice find each
+	// process's limit at run time, from 1 to MaxConcurrency; a number fixes
+	// it (1 for single-threaded renderers).
+	Concurrency Concurrency `yaml:"concurrency"`
+	// MaxConcurrency is the most an adaptive process is ever given; >= 1.
+	// Only with Concurrency auto: written beside a fixed one it is an error.
+	MaxConcurrency int `yaml:"maxConcurrency"`
 	// Env holds extra environment variables, added to sluice's own.
 	Env map[string]string `yaml:"env"`
 	// Dir is the working directory; "" = sluice's.
@@ -223,7 +255,7 @@ type Workers struct {
 	SlowStart time.Duration `yaml:"slowStart"`
 	// RestartBackoff spaces the restarts of a process that exits.
 	RestartBackoff Backoff `yaml:"restartBackoff"`
-	// CrashLoop stops sluice when workers keep dying.
+	// CrashLoop pauses restarts when workers keep dying.
 	CrashLoop CrashLoop `yaml:"crashLoop"`
 	// StopTimeout is how long a process has to exit after SIGTERM before
 	// SIGKILL.
@@ -245,6 +277,26 @@ func (c Count) Resolve(cpus int) int {
 	return int(c)
 }
 
+// Concurrency is how many requests one worker or upstream is given at
+// once. ConcurrencyAuto means adaptive: found at run time, per worker, from
+// 1 up to a maximum.
+type Concurrency int
+
+// ConcurrencyAuto is the Concurrency written "auto".
+const ConcurrencyAuto Concurrency = 0
+
+// Auto reports whether c is ConcurrencyAuto.
+func (c Concurrency) Auto() bool { return c == ConcurrencyAuto }
+
+// Limit returns the per-worker limit to configure and whether it is
+// adaptive: (max, true) for ConcurrencyAuto, else (c, false).
+func (c Concurrency) Limit(maxConcurrency int) (n int, adaptive bool) {
+	if c.Auto() {
+		return maxConcurrency, true
+	}
+	return int(c), false
+}
+
 // Backoff is an exponential back-off between Initial and Max.
 type Backoff struct {
 	Initial time.Duration `yaml:"initial"`
@@ -252,8 +304,9 @@ type Backoff struct {
 }
 
 // CrashLoop is the guard against workers that keep dying: more than Exits
-// exits within Window stops all restarts and turns readiness 503, until a
-// rolling restart.
+// exits within Window pause all restarts and turn readiness 503 for Window
+// (longer when it trips again right after), then restarts resume by
+// themselves; a rolling restart ends the pause at once.
 type CrashLoop struct {
 	// Exits is the number of exits tolerated within Window; 0 = 5 per
 	// process (see Limit).
@@ -283,8 +336,11 @@ type Upstreams struct {
 type Upstream struct {
 	// Address is host:port, or "unix:" followed by a socket path.
 	Address string `yaml:"address"`
-	// Concurrency is how many requests it is given at once; >= 1.
-	Concurrency int `yaml:"concurrency"`
+	// Concurrency is how many requests it is given at once, as
+	// Workers.Concurrency: ConcurrencyAuto (the default) or a number >= 1.
+	Concurrency Concurrency `yaml:"concurrency"`
+	// MaxConcurrency is the adaptive maximum, as Workers.MaxConcurrency.
+	MaxConcurrency int `yaml:"maxConcurrency"`
 }
 
 // HealthCheck probes upstreams every Interval. An upstream is marked down
@@ -305,14 +361,22 @@ type Proxy struct {
 	// Timeout is how long a worker has to answer once the request is
 	// dispatched; then 504. 0 = no limit.
 	Timeout time.Duration `yaml:"timeout"`
-	// MaxBodyBytes bounds a request body; above it 413. 0 = no limit.
+	// MaxBodyBytes bounds a request body; above it 413. 0 = no bound of
+	// its own: MaxBufferedBytes bounds it.
 	MaxBodyBytes int64 `yaml:"maxBodyBytes"`
+	// MaxBufferedBytes bounds the memory of all buffered bodies at once,
+	// requests and responses, reserved as bytes arrive; past it uploads get
+	// 503 and responses are streamed. 0 = derived from the machine (an
+	// eighth of the cgroup or physical memory, 64 MiB to 1 GiB).
+	MaxBufferedBytes int64 `yaml:"maxBufferedBytes"`
 	// BufferResponseBytes: responses up to this size are read whole from the
 	// worker before being sent, so a slow client does not hold the worker.
 	// Longer ones are streamed. 0 = stream everything.
 	BufferResponseBytes int64 `yaml:"bufferResponseBytes"`
-	// RetryIdempotent retries a GET or HEAD once on another worker when its
-	// worker died before answering.
+	// RetryIdempotent has no effect; it is kept so that existing files
+	// load. A request that reached its worker is never sent to another
+	// (one poisonous request must not kill two workers); one none of which
+	// was written always is.
 	RetryIdempotent bool `yaml:"retryIdempotent"`
 }
 
@@ -410,11 +474,12 @@ func Default() *Config {
 			MaxConcurrentRequests: 100,
 			MaxHeaderBytes:        64 << 10,
 			MaxConnections:        10000,
+			SendTimeout:           60 * time.Second,
 			HealthPath:            "/__sluice/health",
 			ReadyPath:             "/__sluice/ready",
 			Backpressure: Backpressure{
 				Enabled:         true,
-				Algorithm:       AlgorithmAIMD,
+				Algorithm:       AlgorithmAuto,
 				MinLimit:        1,
 				MaxLimit:        1000,
 				SaturationMax:   0.95,
@@ -445,7 +510,8 @@ func Default() *Config {
 func (w *Workers) setDefaults() {
 	*w = Workers{
 		Count:          CountAuto,
-		Concurrency:    1,
+		Concurrency:    ConcurrencyAuto,
+		MaxConcurrency: DefaultMaxConcurrency,
 		Address:        AddressPort,
 		StartTimeout:   30 * time.Second,
 		SlowStart:      10 * time.Second,
@@ -459,7 +525,14 @@ func (u *Upstreams) setDefaults() {
 	*u = Upstreams{HealthCheck: HealthCheck{Interval: 2 * time.Second, Timeout: time.Second, Fails: 3, Passes: 1}}
 }
 
-func (u *Upstream) setDefaults() { *u = Upstream{Concurrency: 1} }
+func (u *Upstream) setDefaults() {
+	*u = Upstream{Concurrency: ConcurrencyAuto, MaxConcurrency: DefaultMaxConcurrency}
+}
+
+// DefaultMaxConcurrency is the default adaptive maximum per worker or
+// upstream: far above what a single-threaded renderer holds, enough for an
+// async one whose requests mostly await I/O.
+const DefaultMaxConcurrency = 64
 
 func (r *Route) setDefaults() { *r = Route{Priority: PriorityCritical, Cost: 1} }
 

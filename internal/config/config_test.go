@@ -248,7 +248,7 @@ workers:
 		t.Errorf("env: got %q, want %q", w.Env, want)
 	}
 	// Keys not written keep the section's defaults.
-	if w.Count != config.CountAuto || w.Concurrency != 1 || w.Address != config.AddressPort ||
+	if w.Count != config.CountAuto || !w.Concurrency.Auto() || w.MaxConcurrency != 64 || w.Address != config.AddressPort ||
 		w.StartTimeout != 30*time.Second || w.RestartBackoff != (config.Backoff{Initial: 100 * time.Millisecond, Max: 30 * time.Second}) ||
 		w.CrashLoop != (config.CrashLoop{Window: time.Minute}) || w.StopTimeout != 10*time.Second {
 		t.Errorf("workers defaults: got %+v", w)
@@ -267,11 +267,13 @@ upstreams:
     - 127.0.0.1:8080
     - {address: "unix:/run/app.sock", concurrency: 4}
     - address: "[::1]:9000"
+      concurrency: auto
+      maxConcurrency: 12
 `)
 	want := []config.Upstream{
-		{Address: "127.0.0.1:8080", Concurrency: 1},
-		{Address: "unix:/run/app.sock", Concurrency: 4},
-		{Address: "[::1]:9000", Concurrency: 1},
+		{Address: "127.0.0.1:8080", Concurrency: config.ConcurrencyAuto, MaxConcurrency: 64},
+		{Address: "unix:/run/app.sock", Concurrency: 4, MaxConcurrency: 64},
+		{Address: "[::1]:9000", Concurrency: config.ConcurrencyAuto, MaxConcurrency: 12},
 	}
 	if got := cfg.Upstreams.Servers; !reflect.DeepEqual(got, want) {
 		t.Errorf("servers: got %+v, want %+v", got, want)

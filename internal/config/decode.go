@@ -476,22 +476,37 @@ func (d *decoder) mapValue(n *yaml.Node, path string, v reflect.Value) {
 // decodeNode accepts a positive whole number or "auto"; anything else is an
 // error, never a silent single process.
 func (c *Count) decodeNode(d *decoder, n *yaml.Node, path string) bool {
+	if i, ok := d.autoOrPositive(n, path); ok {
+		*c = Count(i)
+	}
+	return true
+}
+
+// decodeNode accepts a positive whole number or "auto", as Count does.
+func (c *Concurrency) decodeNode(d *decoder, n *yaml.Node, path string) bool {
+	if i, ok := d.autoOrPositive(n, path); ok {
+		*c = Concurrency(i)
+	}
+	return true
+}
+
+// autoOrPositive decodes "auto" as 0 or a whole number in [1, 2^20],
+// reporting anything else.
+func (d *decoder) autoOrPositive(n *yaml.Node, path string) (int, bool) {
 	const want = "a positive whole number or \"auto\""
 	if n.Kind != yaml.ScalarNode {
 		d.typeError(n, path, want)
-		return true
+		return 0, false
 	}
 	if n.ShortTag() == "!!str" && n.Value == "auto" {
-		*c = CountAuto
-		return true
+		return 0, true
 	}
 	i, err := strconv.ParseInt(strings.ReplaceAll(n.Value, "_", ""), 10, 64)
 	if tag := n.ShortTag(); (tag != "!!int" && tag != "!!str") || err != nil || i <= 0 || i > 1<<20 {
 		d.failf(n.Line, path, "%s is not %s", describe(n), want)
-		return true
+		return 0, false
 	}
-	*c = Count(i)
-	return true
+	return int(i), true
 }
 
 // decodeNode accepts an upstream written as just its address.

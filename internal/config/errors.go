@@ -19,10 +19,13 @@ type Error struct {
 	Path string
 	// Msg says what is wrong.
 	Msg string
+	// Warning marks a problem that does not stop sluice: a key written in
+	// the file that has no effect in the configuration it is part of.
+	Warning bool
 }
 
 // Error formats the problem as file:line: path: message, leaving out the
-// parts that are unknown.
+// parts that are unknown; a warning reads file:line: warning: path: message.
 func (e *Error) Error() string {
 	var b strings.Builder
 	switch {
@@ -32,6 +35,9 @@ func (e *Error) Error() string {
 		fmt.Fprintf(&b, "%s: ", e.File)
 	default:
 		b.WriteString("config: ")
+	}
+	if e.Warning {
+		b.WriteString("warning: ")
 	}
 	if e.Path != "" {
 		b.WriteString(e.Path)

@@ -106,7 +106,11 @@ func TestErrors(t *testing.T) {
 		{"empty command string", "workers:\n  command: \"\"\n", 2, "workers.command", "must name the program"},
 		{"empty command list", "workers:\n  command: []\n", 2, "workers.command", "must name the program"},
 		{"no command", "workers:\n  count: 2\n", 1, "workers.command", "must name the program"},
-		{"concurrency zero", "workers:\n  command: w\n  concurrency: 0\n", 3, "workers.concurrency", "0 must be at least 1"},
+		{"concurrency zero", "workers:\n  command: w\n  concurrency: 0\n", 3, "workers.concurrency", "0 is not a positive whole number or \"auto\""},
+		{"concurrency a word", "workers:\n  command: w\n  concurrency: many\n", 3, "workers.concurrency", "\"many\" is not a positive whole number or \"auto\""},
+		{"maxConcurrency zero", "workers:\n  command: w\n  maxConcurrency: 0\n", 3, "workers.maxConcurrency", "0 must be at least 1"},
+		{"maxConcurrency with a fixed concurrency", "workers:\n  command: w\n  concurrency: 4\n  maxConcurrency: 16\n", 4, "workers.maxConcurrency", "has no effect with a fixed concurrency (4)"},
+		{"upstream maxConcurrency with a fixed concurrency", "upstreams:\n  servers:\n    - address: 127.0.0.1:1\n      concurrency: 2\n      maxConcurrency: 8\n", 5, "upstreams.servers[0].maxConcurrency", "has no effect with a fixed concurrency (2)"},
 		{"env name with =", "workers:\n  command: w\n  env: {\"A=B\": x}\n", 3, "workers.env.A=B", "not an environment variable name"},
 		{"bad address mode", "workers:\n  command: w\n  address: tcp\n", 3, "workers.address", `"tcp" is not an address mode`},
 		{"relative warmup path", "workers:\n  command: w\n  warmupRequests: 5\n  warmupPath: home\n", 4, "workers.warmupPath", "must start with /"},
@@ -214,7 +218,8 @@ func TestValidateGoBuilt(t *testing.T) {
 	c := config.Default()
 	c.Server.Backpressure.MinLimit = 50
 	c.Server.Backpressure.MaxLimit = 10
-	c.Workers = &config.Workers{Count: -1}
+	c.Workers = &config.Workers{Count: -1, Concurrency: -1}
+	c.Upstreams = &config.Upstreams{Servers: []config.Upstream{{Address: "127.0.0.1:1"}}}
 	err := c.Validate()
 	list := config.List(err)
 	if len(list) == 0 {
@@ -227,7 +232,7 @@ func TestValidateGoBuilt(t *testing.T) {
 	for _, e := range list {
 		paths = append(paths, e.Path)
 	}
-	for _, p := range []string{"workers.command", "workers.count", "workers.concurrency", "workers.address", "workers.startTimeout"} {
+	for _, p := range []string{"workers.command", "workers.count", "workers.concurrency", "workers.address", "workers.startTimeout", "upstreams.servers[0].maxConcurrency"} {
 		if !strings.Contains(strings.Join(paths, " "), p) {
 			t.Errorf("got errors for %v, want one for %s", paths, p)
 		}

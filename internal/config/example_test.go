@@ -23,10 +23,11 @@ workers:
 		return
 	}
 	fmt.Println(cfg.Server.KeepAliveTimeout, cfg.Server.MaxHeaderBytes, cfg.Server.Backpressure.SaturationMax)
-	fmt.Println(cfg.Workers.Command, cfg.Workers.Count.Resolve(8), cfg.Workers.Concurrency)
+	limit, adaptive := cfg.Workers.Concurrency.Limit(cfg.Workers.MaxConcurrency)
+	fmt.Println(cfg.Workers.Command, cfg.Workers.Count.Resolve(8), limit, adaptive)
 	// Output:
 	// 1m5s 32768 0.9
-	// [node render.js] 4 1
+	// [node render.js] 4 64 true
 }
 
 func ExampleParse_errors() {
@@ -46,7 +47,7 @@ workers:
 	// Output:
 	// sluice.yaml:3: server.keepAliveTimout: unknown key (did you mean keepAliveTimeout?)
 	// sluice.yaml:5: server.backpressure.minLimit: 50 is greater than maxLimit (10)
-	// sluice.yaml:7: workers.command: must name the program to run
+	// sluice.yaml:7: workers.command: must name the program to run (here, or after -- on the sluice serve command line)
 	// sluice.yaml:8: workers.count: 0 is not a positive whole number or "auto"
 }
 

@@ -22,8 +22,40 @@ const DefaultFile = "sluice.yaml"
 
 // Parse decodes a configuration from data over Default, validates it and
 // returns it. name is the file name errors are reported under. On failure
-// it returns nil and Errors listing every problem in file order.
+// it returns nil and Errors listing every problem in file order. Warnings
+// are dropped: ParseWith returns them.
 func Parse(name string, data []byte) (*Config, error) {
+	l, err := ParseWith(name, data, Overrides{})
+	if err != nil {
+		return nil, err
+	}
+	return l.Config, nil
+}
+
+// Overrides are settings from the command line, applied over the file
+// before it is validated.
+type Overrides struct {
+	// Command, when not empty, is the workers' command, given after -- on
+	// the command line (sluice serve -- node worker.js). It fills
+	// workers.command, adding a workers section with its defaults when the
+	// file has none. A file that names a command too, or has upstreams, is
+	// an error: one of the two would be silently ignored.
+	Command []string
+}
+
+// Loaded is a configuration that passed validation.
+type Loaded struct {
+	Config *Config
+	// Source is the file read, or "" for the built-in defaults.
+	Source string
+	// Warnings are the keys the file sets that have no effect in the
+	// configuration they are part of, in file order, each with Warning
+	// set. They do not stop sluice.
+	Warnings Errors
+}
+
+// ParseWith is Parse with o applied over the file, and its warnings kept.
+func ParseWith(name string, data []byte, o Overrides) (*Loaded, error) {
 	cfg := Default()
 	root, perr := parseYAML(name, data)
 	if perr != nil {
@@ -34,12 +66,48 @@ func Parse(name string, data []byte) (*Config, error) {
 		d.value(root, "", reflect.ValueOf(cfg).Elem())
 	}
 	v := &validator{file: name, lines: d.lines, skip: d.bad}
+	return v.check(cfg, name, o, d.errs)
+}
+
+// check applies o to cfg, validates it and returns it with its warnings,
+// or every error (those already found, errs, first) in file order.
+func (v *validator) check(cfg *Config, source string, o Overrides, errs Errors) (*Loaded, error) {
+	v.override(cfg, o)
 	v.config(cfg)
-	errs := append(d.errs, v.errs...)
+	errs = append(errs, v.errs...)
+	redact(errs, cfg)
+	redact(v.warns, cfg)
 	if len(errs) == 0 {
-		return cfg, nil
+		return &Loaded{Config: cfg, Source: source, Warnings: fileOrder(v.warns)}, nil
 	}
-	// File order; problems with no line (defaults in conflict) last.
+	return nil, fileOrder(errs)
+}
+
+// override applies o to cfg before validation.
+func (v *validator) override(cfg *Config, o Overrides) {
+	if len(o.Command) == 0 {
+		return
+	}
+	switch {
+	case cfg.Upstreams != nil:
+		v.errorf("upstreams", "the worker command given after -- conflicts with upstreams: sluice either supervises its own workers or forwards to servers it does not start")
+		return
+	case cfg.Workers == nil:
+		cfg.Workers = new(Workers)
+		cfg.Workers.setDefaults()
+	case v.set("workers.command"):
+		v.errorf("workers.command", "is also given after -- on the command line: name the program in one place")
+		return
+	}
+	cfg.Workers.Command = o.Command
+}
+
+// fileOrder sorts problems by line, those with no line (defaults in
+// conflict) last; nil when there are none.
+func fileOrder(errs Errors) Errors {
+	if len(errs) == 0 {
+		return nil
+	}
 	slices.SortStableFunc(errs, func(a, b *Error) int {
 		la, lb := a.Line, b.Line
 		if la == 0 {
@@ -50,7 +118,7 @@ func Parse(name string, data []byte) (*Config, error) {
 		}
 		return la - lb
 	})
-	return nil, errs
+	return errs
 }
 
 // Load reads and parses the file at path (see Parse).
@@ -65,19 +133,33 @@ func Load(path string) (*Config, error) {
 // Resolve loads the configuration the -c flag asks for: the file at path
 // when path is set; else DefaultFile in the working directory when there is
 // one; else Default. source is the file read, or "" for the built-in
-// defaults.
+// defaults. Warnings are dropped: ResolveWith returns them.
 func Resolve(path string) (cfg *Config, source string, err error) {
+	l, err := ResolveWith(path, Overrides{})
+	if err != nil {
+		if path == "" {
+			path = DefaultFile
+		}
+		return nil, path, err
+	}
+	return l.Config, l.Source, nil
+}
+
+// ResolveWith is Resolve with o applied over the file (or over the
+// defaults), and its warnings kept.
+func ResolveWith(path string, o Overrides) (*Loaded, error) {
 	if path == "" {
 		if _, err := os.Stat(DefaultFile); errors.Is(err, fs.ErrNotExist) {
-			return Default(), "", nil
+			v := &validator{}
+			return v.check(Default(), "", o, nil)
 		}
 		path = DefaultFile
 	}
-	cfg, err = Load(path)
+	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, path, err
+		return nil, fmt.Errorf("config: %w", err)
 	}
-	return cfg, path, nil
+	return ParseWith(path, data, o)
 }
 
 //go:embed defaults.yaml

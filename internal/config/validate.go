@@ -3,8 +3,10 @@ package config
 import (
 	"fmt"
 	"math"
+	"net/netip"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -26,11 +28,14 @@ func (c *Config) Validate() error {
 // reported, so a specific message ("must be at least 1") found before the
 // generic sweep ("must not be negative") is the one kept.
 type validator struct {
-	file  string
-	lines map[string]int  // from the decoder; nil for a Go-built config
-	skip  map[string]bool // keys that did not decode: already reported
-	errs  Errors
-	seen  map[string]bool
+	file   string
+	lines  map[string]int  // from the decoder; nil for a Go-built config
+	skip   map[string]bool // keys that did not decode: already reported
+	front  bool            // workers or upstreams: see FrontMode
+	errs   Errors
+	warns  Errors          // keys written that have no effect (effect.go)
+	warned map[string]bool // keys in warns
+	seen   map[string]bool
 }
 
 func (v *validator) errorf(path, format string, args ...any) {
@@ -79,6 +84,7 @@ func (v *validator) line(path string) int {
 func (v *validator) set(path string) bool { return v.lines[path] > 0 }
 
 func (v *validator) config(c *Config) {
+	v.front = c.FrontMode()
 	v.server(&c.Server)
 	v.admin(&c.Admin)
 	if c.Workers != nil {
@@ -97,6 +103,8 @@ func (v *validator) config(c *Config) {
 		v.route(fmt.Sprintf("routes[%d]", i), &c.Routes[i])
 	}
 	v.sweep("", reflect.ValueOf(c).Elem())
+	v.effects(c)
+	v.safety(c)
 }
 
 // sweep rejects what no key accepts: negative durations, sizes and counts,
@@ -180,6 +188,11 @@ func (v *validator) server(s *Server) {
 	case s.TLS.CertFile == "" && s.TLS.KeyFile != "":
 		v.errorf("server.tls.keyFile", "is set but certFile is not: set both for HTTPS, or neither")
 	}
+	for _, f := range []struct{ path, value string }{{"server.tls.certFile", s.TLS.CertFile}, {"server.tls.keyFile", s.TLS.KeyFile}} {
+		if keyMaterial(f.value) || strings.ContainsAny(f.value, "\n\r") {
+			v.errorf(f.path, "holds PEM text, not a file name: write the path of the PEM file (the value is not shown)")
+		}
+	}
 	if s.H2C && s.TLS.Enabled() {
 		v.errorf("server.h2c", "h2c is HTTP/2 without TLS; with TLS, HTTP/2 is negotiated by ALPN: remove one")
 	}
@@ -200,6 +213,11 @@ func (v *validator) server(s *Server) {
 			v.errorf(fmt.Sprintf("server.trustedPeers[%d]", i), "not a valid CIDR")
 		}
 	}
+	for i, p := range s.TrustedProxies {
+		if !p.IsValid() {
+			v.errorf(fmt.Sprintf("server.trustedProxies[%d]", i), "not a valid CIDR")
+		}
+	}
 	v.backpressure(s)
 }
 
@@ -207,9 +225,9 @@ func (v *validator) backpressure(s *Server) {
 	const at = "server.backpressure."
 	b := &s.Backpressure
 	switch b.Algorithm {
-	case AlgorithmAIMD, AlgorithmGradient, AlgorithmFixed:
+	case AlgorithmAuto, AlgorithmAIMD, AlgorithmGradient, AlgorithmFixed:
 	default:
-		v.errorf(at+"algorithm", "%q is not an algorithm (want aimd, gradient or fixed)", b.Algorithm)
+		v.errorf(at+"algorithm", "%q is not an algorithm (want auto, aimd, gradient or fixed)", b.Algorithm)
 	}
 	v.atLeast(at+"minLimit", b.MinLimit, 1)
 	if b.MinLimit > b.MaxLimit {
@@ -230,7 +248,9 @@ func (v *validator) backpressure(s *Server) {
 		v.errorf(at+"smoothingFactor", "%v is outside (0, 1]", b.SmoothingFactor)
 	}
 	v.positive(at+"sampleWindow", b.SampleWindow)
-	if b.Enabled && s.MaxConcurrentRequests > 0 && s.MaxConcurrentRequests < b.MinLimit {
+	// In front mode minLimit has no effect (a warning, effect.go), so it
+	// contradicts nothing there.
+	if !v.front && b.Enabled && s.MaxConcurrentRequests > 0 && s.MaxConcurrentRequests < b.MinLimit {
 		v.errorf("server.maxConcurrentRequests", "%d is less than backpressure.minLimit (%d): the ceiling would be below the floor", s.MaxConcurrentRequests, b.MinLimit)
 	}
 }
@@ -246,17 +266,42 @@ func (v *validator) admin(a *Admin) {
 	if err := checkHostPort(a.Listen, true); err != nil {
 		v.errorf("admin.listen", "%v (or %q to disable)", err, AdminOff)
 	}
+	for i, h := range a.AllowedHosts {
+		if !allowedHost(h) {
+			v.errorf(fmt.Sprintf("admin.allowedHosts[%d]", i), "%q is not a host name or IP address (no port, scheme or path), or \"*\"", h)
+		}
+	}
+}
+
+// allowedHost reports whether h is "*", an IP address (IPv6 with or
+// without brackets) or a host name.
+func allowedHost(h string) bool {
+	if h == "*" {
+		return true
+	}
+	if _, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")); err == nil {
+		return true
+	}
+	if h == "" || len(h) > 253 {
+		return false
+	}
+	for _, c := range h {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 func (v *validator) workers(w *Workers) {
 	const at = "workers."
 	if len(w.Command) == 0 || w.Command[0] == "" {
-		v.errorf(at+"command", "must name the program to run")
+		v.errorf(at+"command", "must name the program to run (here, or after -- on the sluice serve command line)")
 	}
 	if w.Count < 0 {
 		v.errorf(at+"count", "%d is not a positive whole number or \"auto\"", w.Count)
 	}
-	v.atLeast(at+"concurrency", w.Concurrency, 1)
+	v.concurrency(at, w.Concurrency, w.MaxConcurrency)
 	for _, k := range sortedKeys(w.Env) {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
 			v.errorf(at+"env."+k, "%q is not an environment variable name", k)
@@ -282,6 +327,23 @@ func (v *validator) workers(w *Workers) {
 	v.positive(at+"crashLoop.window", w.CrashLoop.Window)
 }
 
+// concurrency checks a concurrency and its adaptive maximum; at ends in ".".
+func (v *validator) concurrency(at string, c Concurrency, maxConcurrency int) {
+	if c < 0 {
+		v.errorf(at+"concurrency", "%d is not a positive whole number or \"auto\"", c)
+		return
+	}
+	if c.Auto() {
+		v.atLeast(at+"maxConcurrency", maxConcurrency, 1)
+		return
+	}
+	// Two keys side by side that cannot both hold: the file contradicts
+	// itself, unlike a key the mode leaves unused (a warning, effect.go).
+	if v.set(at + "maxConcurrency") {
+		v.errorf(at+"maxConcurrency", "has no effect with a fixed concurrency (%d): write concurrency: auto to have sluice find the limit up to maxConcurrency, or remove maxConcurrency", c)
+	}
+}
+
 func (v *validator) upstreams(u *Upstreams) {
 	const at = "upstreams."
 	if len(u.Servers) == 0 {
@@ -296,7 +358,7 @@ func (v *validator) upstreams(u *Upstreams) {
 		} else if err := checkHostPort(s.Address, false); err != nil {
 			v.errorf(p+".address", "%v (or unix:/path/to.sock)", err)
 		}
-		v.atLeast(p+".concurrency", s.Concurrency, 1)
+		v.concurrency(p+".", s.Concurrency, s.MaxConcurrency)
 	}
 	h := &u.HealthCheck
 	v.urlPath(at+"healthCheck.path", h.Path, true)
@@ -355,7 +417,11 @@ func (v *validator) route(at string, r *Route) {
 	if m.Header != "" {
 		name, _, _ := strings.Cut(m.Header, ":")
 		if !isToken(strings.TrimSpace(name)) {
-			v.errorf(at+".match.header", "%q is not \"Name: value\" or \"Name\"", m.Header)
+			shown := strconv.Quote(m.Header)
+			if f := strings.Fields(name); len(f) > 0 && secretName(f[0]) {
+				shown = "the value (not shown: " + f[0] + " values are secrets)"
+			}
+			v.errorf(at+".match.header", "%s is not \"Name: value\" or \"Name\"", shown)
 		}
 	}
 	if !slices.Contains(priorities, r.Priority) {

@@ -15,13 +15,14 @@ import (
 
 // FrontMode reports whether cfg fronts workers or upstreams (else sluice
 // serves the embedded demo app in-process, as a Go service would).
-func FrontMode(cfg *config.Config) bool { return cfg.Workers != nil || cfg.Upstreams != nil }
+func FrontMode(cfg *config.Config) bool { return cfg.FrontMode() }
 
 // ControllerOptions builds the admission Controller's options. In front
-// mode the limit is the worker slots, set by the proxy through slots; in
-// library mode it is the configured backpressure algorithm over the
-// process's own saturation signal sig, and slots is not used.
-func ControllerOptions(cfg *config.Config, sig limit.Signal, slots *limit.Fixed, log *slog.Logger) (admission.Options, error) {
+// mode the algorithm is only a fixed cap, server.maxConcurrentRequests (or
+// none): the proxy sets the Controller's ceiling to the sum of its workers'
+// limits, and sig is not used. In library mode it is the configured
+// backpressure algorithm over the process's own saturation signal sig.
+func ControllerOptions(cfg *config.Config, sig limit.Signal, log *slog.Logger) (admission.Options, error) {
 	s, bp := cfg.Server, cfg.Server.Backpressure
 	o := admission.Options{
 		QueueSize:          bp.QueueSize,
@@ -32,6 +33,7 @@ func ControllerOptions(cfg *config.Config, sig limit.Signal, slots *limit.Fixed,
 		Logger:             log,
 		MinShare:           cfg.Overload.PriorityMinShare,
 		MaxQueuedPerTenant: cfg.Tenants.MaxQueuedPerTenant,
+		MaxTrackedTenants:  cfg.Tenants.MaxTracked,
 		AdaptiveLIFO:       cfg.Overload.AdaptiveLIFO,
 	}
 	if o.QueueSize == 0 {
@@ -47,7 +49,13 @@ func ControllerOptions(cfg *config.Config, sig limit.Signal, slots *limit.Fixed,
 		o.TenantWeight = func(t string) float64 { return w[t] }
 	}
 	if FrontMode(cfg) {
-		o.Limit = slots
+		// A hard ceiling on requests in flight across all workers; each
+		// worker's own limit is the proxy's business.
+		n := s.MaxConcurrentRequests
+		if n <= 0 {
+			n = admission.MaxLimit
+		}
+		o.Limit = limit.NewFixed(n)
 		if !bp.Enabled {
 			o.QueueSize = -1
 		}
@@ -83,12 +91,23 @@ func ControllerOptions(cfg *config.Config, sig limit.Signal, slots *limit.Fixed,
 			return o, err
 		}
 		o.Limit = g
-	default:
+	case config.AlgorithmAIMD:
 		a, err := limit.NewAIMD(limit.AIMDOptions{Initial: initial, Min: min(bp.MinLimit, ceiling), Max: ceiling, MaxSaturation: bp.SaturationMax})
 		if err != nil {
 			return o, err
 		}
 		o.Limit = a
+	default: // config.AlgorithmAuto
+		// Auto starts at its floor (the usable CPUs, or minLimit if higher)
+		// unless initialLimit says otherwise, and decides every 100 ms at
+		// most: it must cut within a fraction of a second of CPU-bound
+		// handlers oversubscribing the CPUs.
+		a, err := limit.NewAuto(limit.AutoOptions{Initial: min(bp.InitialLimit, ceiling), Min: min(bp.MinLimit, ceiling), Max: ceiling})
+		if err != nil {
+			return o, err
+		}
+		o.Limit = a
+		o.SampleWindow = min(o.SampleWindow, limit.AutoWindow)
 	}
 	return o, nil
 }

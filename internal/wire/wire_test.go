@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/admission"
 	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/limit"
 )
@@ -18,25 +19,32 @@ func parse(t *testing.T, yaml string) *config.Config {
 }
 
 func TestControllerOptionsLimits(t *testing.T) {
+	auto, err := limit.NewAuto(limit.AutoOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	autoStart := auto.Limit()
 	tests := []struct {
 		name      string
 		yaml      string
 		wantLimit int
 		wantQueue int
 	}{
-		{"aimd starts wide open under maxConcurrentRequests", "server: {maxConcurrentRequests: 100}", 100, 100},
-		{"aimd without a static ceiling starts at maxLimit", "server: {maxConcurrentRequests: 0, backpressure: {maxLimit: 500}}", 500, 100},
+		{"aimd starts wide open under maxConcurrentRequests", "server: {maxConcurrentRequests: 100, backpressure: {algorithm: aimd}}", 100, 100},
+		{"aimd without a static ceiling starts at maxLimit", "server: {maxConcurrentRequests: 0, backpressure: {algorithm: aimd, maxLimit: 500}}", 500, 100},
 		{"gradient starts at 100, not maxLimit", "server: {maxConcurrentRequests: 0, backpressure: {algorithm: gradient}}", 100, 100},
 		{"gradient under a lower ceiling starts at the ceiling", "server: {maxConcurrentRequests: 40, backpressure: {algorithm: gradient}}", 40, 100},
 		{"fixed at initialLimit", "server: {backpressure: {algorithm: fixed, initialLimit: 7}}", 7, 100},
 		{"fixed never above the ceiling", "server: {maxConcurrentRequests: 20, backpressure: {algorithm: fixed, initialLimit: 50}}", 20, 100},
 		{"backpressure off: the static limit, no queue", "server: {maxConcurrentRequests: 20, backpressure: {enabled: false}}", 20, -1},
-		{"backpressure off and no static limit: no limit", "server: {maxConcurrentRequests: 0, backpressure: {enabled: false}}", 1<<30 - 1, -1},
-		{"queueSize 0 in the file is no queue", "server: {backpressure: {queueSize: 0}}", 100, -1},
+		{"backpressure off and no static limit: no limit", "server: {maxConcurrentRequests: 0, backpressure: {enabled: false}}", admission.MaxLimit, -1},
+		{"queueSize 0 in the file is no queue", "server: {backpressure: {algorithm: aimd, queueSize: 0}}", 100, -1},
+		{"auto (the default) starts at the usable CPUs", "server: {}", autoStart, 100},
+		{"auto at initialLimit", "server: {backpressure: {initialLimit: 50}}", max(50, autoStart), 100},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o, err := ControllerOptions(parse(t, tt.yaml), nil, limit.NewFixed(1), nil)
+			o, err := ControllerOptions(parse(t, tt.yaml), nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -61,7 +69,7 @@ func TestControllerOptionsAlgorithms(t *testing.T) {
 		{config.AlgorithmFixed, func(l limit.Algorithm) bool { _, ok := l.(*limit.Fixed); return ok }},
 	} {
 		t.Run(tt.algorithm, func(t *testing.T) {
-			o, err := ControllerOptions(parse(t, "server: {backpressure: {algorithm: "+tt.algorithm+"}}"), sig, nil, nil)
+			o, err := ControllerOptions(parse(t, "server: {backpressure: {algorithm: "+tt.algorithm+"}}"), sig, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -76,27 +84,38 @@ func TestControllerOptionsAlgorithms(t *testing.T) {
 }
 
 func TestControllerOptionsFrontMode(t *testing.T) {
-	slots := limit.NewFixed(3)
+	const (
+		up = "upstreams: {servers: [127.0.0.1:8080]}\n"
+		wk = "workers: {command: [node, worker.js]}\n"
+	)
 	for _, tt := range []struct {
 		name      string
 		yaml      string
+		wantLimit int
 		wantQueue int
 	}{
-		{"upstreams", "upstreams: {servers: [127.0.0.1:8080]}", 100},
-		{"workers", "workers: {command: [node, worker.js]}", 100},
-		{"backpressure off: no queue", "upstreams: {servers: [127.0.0.1:8080]}\nserver: {backpressure: {enabled: false}}", -1},
+		{"upstreams: the default cap on requests in flight", up, 100, 100},
+		{"workers: the default cap on requests in flight", wk, 100, 100},
+		{"maxConcurrentRequests is the cap", wk + "server: {maxConcurrentRequests: 7}", 7, 100},
+		{"no maxConcurrentRequests: no cap but the workers'", wk + "server: {maxConcurrentRequests: 0}", admission.MaxLimit, 100},
+		{"the backpressure algorithm is not the front's", wk + "server: {maxConcurrentRequests: 0, backpressure: {algorithm: fixed, initialLimit: 3, maxLimit: 5}}", admission.MaxLimit, 100},
+		{"backpressure off: no queue", up + "server: {backpressure: {enabled: false}}", 100, -1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := parse(t, tt.yaml)
 			if !FrontMode(cfg) {
 				t.Fatal("FrontMode: got false, want true")
 			}
-			o, err := ControllerOptions(cfg, limit.SignalFunc(func() float64 { return 0 }), slots, nil)
+			o, err := ControllerOptions(cfg, limit.SignalFunc(func() float64 { return 0 }), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if o.Limit != slots {
-				t.Errorf("got limit %T %v, want the worker slots", o.Limit, o.Limit)
+			f, ok := o.Limit.(*limit.Fixed)
+			if !ok {
+				t.Fatalf("got limit %T, want a *limit.Fixed cap", o.Limit)
+			}
+			if got := f.Limit(); got != tt.wantLimit {
+				t.Errorf("got cap %d, want %d", got, tt.wantLimit)
 			}
 			if o.Signal != nil {
 				t.Error("front mode: got a saturation signal, want none (the workers are not this process)")
@@ -113,7 +132,7 @@ func TestControllerOptionsFrontMode(t *testing.T) {
 
 func TestControllerOptionsMapsTheFile(t *testing.T) {
 	cfg := parse(t, `server:
-  backpressure: {queueSize: 30, queueTimeout: 0, saturationMax: 0.9, sampleWindow: 2s, smoothingFactor: 0.5}
+  backpressure: {algorithm: aimd, queueSize: 30, queueTimeout: 0, saturationMax: 0.9, sampleWindow: 2s, smoothingFactor: 0.5}
 overload:
   priorityMinShare: 0.1
   adaptiveLifo: true
@@ -123,7 +142,7 @@ tenants:
   maxQueuedPerTenant: 12
   weights: {acme: 2.5}
 `)
-	o, err := ControllerOptions(cfg, nil, nil, nil)
+	o, err := ControllerOptions(cfg, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +169,7 @@ tenants:
 	}
 
 	off := parse(t, "overload: {codel: {enabled: false}}")
-	if o, err = ControllerOptions(off, nil, nil, nil); err != nil {
+	if o, err = ControllerOptions(off, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if o.CoDelTarget != 0 || o.CoDelInterval != 0 || o.TenantWeight != nil {
