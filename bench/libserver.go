@@ -49,19 +49,26 @@ func LibAdmissionOptions(algorithm string, initialLimit int, sig limit.Signal, l
 	if err != nil {
 		return admission.Options{}, err
 	}
-	return wire.ControllerOptions(cfg, sig, nil, log)
+	return wire.ControllerOptions(cfg, sig, log)
 }
+
+// DownstreamCap is the concurrency of the library-face server's simulated
+// downstream: a request with ?downstream=1 holds one of DownstreamCap
+// slots for its whole render (its ?sleep= standing for the downstream's
+// work), as a handler calling a service behind a connection pool would.
+const DownstreamCap = 32
 
 // LibHandler returns the library-face server's routes: the demo app at /
 // (behind ctrl's admission middleware when ctrl is not nil, as
 // `c.Wrap(app)`), and the app's stats and a ready path, never queued.
+// ?downstream=1 makes a request wait for one of DownstreamCap slots first.
 func LibHandler(app *demo.App, ctrl *admission.Controller) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle(demo.StatsPath, app.StatsHandler())
 	mux.HandleFunc(demo.ReadyPath, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ready\n") })
-	var h http.Handler = app
+	var h http.Handler = downstream(app, DownstreamCap)
 	if ctrl != nil {
-		h = ctrl.Wrap(app)
+		h = ctrl.Wrap(h)
 	}
 	mux.Handle("/", h)
 	return mux
@@ -112,4 +119,23 @@ func ServeLib(ctx context.Context, ln net.Listener, unitsPerMs float64, withAdmi
 		return serr
 	}
 	return err
+}
+
+// downstream makes requests with ?downstream=1 hold one of n slots while
+// next serves them; a client that gives up while waiting frees its place.
+func downstream(next http.Handler, n int) http.Handler {
+	sem := make(chan struct{}, n)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("downstream") != "1" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-r.Context().Done():
+			return
+		}
+		defer func() { <-sem }()
+		next.ServeHTTP(w, r)
+	})
 }

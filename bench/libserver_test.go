@@ -32,19 +32,56 @@ func TestLibAdmissionOptionsAreTheDefaults(t *testing.T) {
 	if o.CoDelTarget != def.Overload.CoDel.Target || o.CoDelInterval != def.Overload.CoDel.Interval {
 		t.Errorf("got CoDel %v / %v, want %v / %v", o.CoDelTarget, o.CoDelInterval, def.Overload.CoDel.Target, def.Overload.CoDel.Interval)
 	}
-	if o.MaxSaturation != bp.SaturationMax || o.SampleWindow != bp.SampleWindow || o.MinShare != def.Overload.PriorityMinShare {
+	// Auto decides every 100 ms, at most the configured window.
+	if o.MaxSaturation != bp.SaturationMax || o.SampleWindow != min(bp.SampleWindow, limit.AutoWindow) || o.MinShare != def.Overload.PriorityMinShare {
 		t.Errorf("got saturation %v window %v share %v, want the defaults", o.MaxSaturation, o.SampleWindow, o.MinShare)
 	}
 	if o.Signal == nil {
 		t.Error("got no saturation signal, want the one passed")
 	}
-	// The AIMD limit starts wide open at the ceiling, maxConcurrentRequests.
-	if _, ok := o.Limit.(*limit.AIMD); !ok {
-		t.Fatalf("got limit %T, want *limit.AIMD", o.Limit)
+	// The Auto limit starts at its floor, the usable CPUs.
+	if _, ok := o.Limit.(*limit.Auto); !ok {
+		t.Fatalf("got limit %T, want *limit.Auto", o.Limit)
 	}
-	if got, want := o.Limit.Limit(), min(bp.MaxLimit, def.Server.MaxConcurrentRequests); got != want {
-		t.Errorf("got initial limit %d, want %d", got, want)
+	want, err := limit.NewAuto(limit.AutoOptions{Max: min(bp.MaxLimit, def.Server.MaxConcurrentRequests)})
+	if err != nil {
+		t.Fatal(err)
 	}
+	if got := o.Limit.Limit(); got != want.Limit() {
+		t.Errorf("got initial limit %d, want %d", got, want.Limit())
+	}
+}
+
+// ?downstream=1 requests hold one of DownstreamCap slots: one more waits
+// until a slot frees, and other requests never wait for them.
+func TestLibHandlerDownstreamCap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := LibHandler(&demo.App{Work: demo.NewWork(1)}, nil)
+		finished := make(chan int, DownstreamCap+1)
+		for range DownstreamCap + 1 {
+			go func() {
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, httptest.NewRequest("GET", "/?cpu=0&sleep=1000&downstream=1", nil))
+				finished <- rec.Code
+			}()
+		}
+		synctest.Wait()
+		free := httptest.NewRecorder()
+		start := time.Now()
+		h.ServeHTTP(free, httptest.NewRequest("GET", "/?cpu=0&sleep=1000", nil))
+		if free.Code != http.StatusOK || time.Since(start) != time.Second {
+			t.Errorf("a request without downstream: got %d after %v, want 200 after 1s", free.Code, time.Since(start))
+		}
+		synctest.Wait()
+		if got := len(finished); got != DownstreamCap {
+			t.Errorf("after 1s: got %d downstream requests done, want %d", got, DownstreamCap)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if got := len(finished); got != DownstreamCap+1 {
+			t.Errorf("after 2s: got %d downstream requests done, want %d", got, DownstreamCap+1)
+		}
+	})
 }
 
 func TestLibAdmissionOptionsGradient(t *testing.T) {
