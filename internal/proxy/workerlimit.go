@@ -52,6 +52,7 @@ const (
 // AIMD rule applies once per window, with s the mean of the window's
 // reports and L the limit:
 //
+//	rtt > 1.5 x baseline and peak >= L/2:  L = max(1, min(floor(0.9 L), floor(L x 1.5 x baseline / rtt)))
 //	s >= MaxSaturation and peak >= L/2, or a request timed out:  L = max(1, floor(0.9 L))
 //	s < MaxSaturation and peak >= L:  L = min(L + max(1, ceil(sqrt(L))), floor(MaxSaturation x occupancy / s))
 //	otherwise: L holds
@@ -67,6 +68,14 @@ const (
 // limit that is reached and not yet saturated, which under light load
 // drifts a CPU-bound worker to its maximum and leaves a surge to be
 // queued inside it. The limit does not grow when it is not reached.
+//
+// The first line is a guard: the mean time a request held the worker (rtt)
+// against its no-load latency (baseline, as below). A loop can look idle
+// while requests wait: the front, short of CPU, is slow to hand the
+// worker its next request and to read its answer, and that time counts as
+// occupancy the loop did not use, so the projection grows the limit; or
+// the worker's own CPU is taken by its neighbours. Requests then queue
+// inside the worker, where only latency shows it.
 //
 // When the worker reports nothing, its latency is the evidence: the mean
 // time a request holds the worker (rtt) over a window of at least
@@ -204,10 +213,22 @@ func (w *workerLimit) saturationRule(l, peak int, occupancy float64) int {
 		return int(math.Floor(0.9 * float64(l)))
 	}
 	s := w.satSum / float64(w.satN)
+	// The worker's latency guards the rule: a worker whose requests take
+	// longer than gradientTolerance times its no-load latency queues them
+	// inside, whatever its loop says (a loop that looks idle because the
+	// front is slow to feed it, a worker whose own CPU is stolen).
+	inflated, rtt := false, 0.0
+	if w.n > 0 {
+		rtt = w.sumRTT / float64(w.n)
+		w.learnBaseline(rtt, peak)
+		inflated = rtt > gradientTolerance*w.baseline
+	}
 	switch {
+	case inflated && 2*peak >= l:
+		return min(int(math.Floor(0.9*float64(l))), int(math.Floor(float64(l)*gradientTolerance*w.baseline/rtt)))
 	case s >= w.maxSat && 2*peak >= l:
 		return int(math.Floor(0.9 * float64(l)))
-	case s < w.maxSat && peak >= l:
+	case s < w.maxSat && peak >= l && !inflated:
 		up := l + max(1, int(math.Ceil(math.Sqrt(float64(l)))))
 		if s > 0 {
 			fill := int(math.Floor(w.maxSat * occupancy / s))
@@ -224,9 +245,7 @@ func (w *workerLimit) latencyRule(now time.Time, l, peak int) int {
 		return int(math.Floor(0.9 * float64(l)))
 	}
 	rtt := w.sumRTT / float64(w.n)
-	if w.baseline == 0 || rtt < w.baseline || peak <= 1 {
-		w.baseline = rtt
-	}
+	w.learnBaseline(rtt, peak)
 	wasProbe := w.probed
 	w.probed = false
 	switch {
@@ -243,6 +262,14 @@ func (w *workerLimit) latencyRule(now time.Time, l, peak int) int {
 		return l + max(1, int(math.Ceil(math.Sqrt(float64(l)))))
 	}
 	return l
+}
+
+// learnBaseline takes a window's mean latency as the no-load latency when
+// it is the lowest seen, or when the worker never held two requests at once.
+func (w *workerLimit) learnBaseline(rtt float64, peak int) {
+	if w.baseline == 0 || rtt < w.baseline || peak <= 1 {
+		w.baseline = rtt
+	}
 }
 
 // probeFailed backs the next latency probe off.

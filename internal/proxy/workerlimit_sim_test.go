@@ -289,3 +289,17 @@ func slicesMin(s []int) int {
 	}
 	return m
 }
+
+// A worker whose loop looks idle while its requests queue inside it (its
+// reports say 0.3; the front is slow to feed it, or its CPU is stolen) is
+// held back by its latency.
+func TestWorkerLimitSimLatencyGuardsAnIdleLookingLoop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		idle := func(float64) string { return "0.300" }
+		f := newSimFront(newSimWorker(10*time.Millisecond, 0), 64, idle)
+		trace := f.load(200, 4*time.Second)
+		if got := share(trace, 10, func(l int) bool { return l <= 2 }); got < 0.8 {
+			t.Errorf("limit at most 2 for %.0f%% of the time, want at least 80%% (trace %v)", 100*got, trace)
+		}
+	})
+}
