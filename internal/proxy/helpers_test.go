@@ -308,21 +308,17 @@ func newRig(t *testing.T, o proxy.Options, co admission.Options) *rig {
 // worker starts a worker of the given concurrency and adds it to the
 // Proxy; it returns the worker and its endpoint ID.
 func (g *rig) worker(concurrency int) (*render, int) {
-	g.nextID++
-	id := g.nextID
-	w := newRender("w" + strconv.Itoa(id))
-	addr := "worker" + strconv.Itoa(id)
-	l := g.net.listen(addr)
-	srv := &http.Server{Handler: w}
-	go srv.Serve(l)
-	g.t.Cleanup(func() { srv.Close() })
-	g.workers[id] = w
-	g.p.Add(supervisor.Endpoint{ID: id, Network: "tcp", Addr: addr, Concurrency: concurrency})
-	return w, id
+	return g.addWorker(supervisor.Endpoint{Concurrency: concurrency})
 }
 
 // adaptiveWorker starts a worker whose limit the Proxy finds, up to most.
 func (g *rig) adaptiveWorker(most int) (*render, int) {
+	return g.addWorker(supervisor.Endpoint{Concurrency: most, Adaptive: true})
+}
+
+// addWorker starts a worker and adds it to the Proxy as e, with its ID
+// and address filled in.
+func (g *rig) addWorker(e supervisor.Endpoint) (*render, int) {
 	g.nextID++
 	id := g.nextID
 	w := newRender("w" + strconv.Itoa(id))
@@ -332,7 +328,8 @@ func (g *rig) adaptiveWorker(most int) (*render, int) {
 	go srv.Serve(l)
 	g.t.Cleanup(func() { srv.Close() })
 	g.workers[id] = w
-	g.p.Add(supervisor.Endpoint{ID: id, Network: "tcp", Addr: addr, Concurrency: most, Adaptive: true})
+	e.ID, e.Network, e.Addr = id, "tcp", addr
+	g.p.Add(e)
 	return w, id
 }
 
