@@ -39,6 +39,15 @@ const (
 	// gradientMinSamples is the fewest completions a window of a worker
 	// that reports no saturation needs: its latency is the only evidence.
 	gradientMinSamples = 4
+	// guardGrowth and guardCut bound the saturation rule by latency: a
+	// worker whose requests take guardGrowth times its no-load latency is
+	// not given more, one at guardCut is given less. Looser than the
+	// latency rule's tolerance: an async worker's latency is mostly its own
+	// I/O wait plus a front's scheduling delays on a busy machine, and the
+	// 1.5 of the latency rule held such workers at a third of what their
+	// event loops could take (measured on real Node workers, 60 ms waits).
+	guardGrowth = 2
+	guardCut    = 3
 	// probeHoldMax bounds how long a latency-judged worker waits before it
 	// probes a higher limit again after a probe failed.
 	probeHoldMax = 5 * time.Second
@@ -52,9 +61,9 @@ const (
 // AIMD rule applies once per window, with s the mean of the window's
 // reports and L the limit:
 //
-//	rtt > 1.5 x baseline and peak >= L/2:  L = max(1, min(floor(0.9 L), floor(L x 1.5 x baseline / rtt)))
+//	rtt > 3 x baseline and peak >= L/2:  L = max(1, min(floor(0.9 L), floor(L x 2 x baseline / rtt)))
 //	s >= MaxSaturation and peak >= L/2, or a request timed out:  L = max(1, floor(0.9 L))
-//	s < MaxSaturation and peak >= L:  L = min(L + max(1, ceil(sqrt(L))), floor(MaxSaturation x occupancy / s))
+//	s < MaxSaturation and peak >= L, rtt <= 2 x baseline:  L = min(L + max(1, ceil(sqrt(L))), floor(MaxSaturation x occupancy / s))
 //	otherwise: L holds
 //
 // occupancy is the mean number of requests the worker held during the
@@ -69,8 +78,8 @@ const (
 // drifts a CPU-bound worker to its maximum and leaves a surge to be
 // queued inside it. The limit does not grow when it is not reached.
 //
-// The first line is a guard: the mean time a request held the worker (rtt)
-// against its no-load latency (baseline, as below). A loop can look idle
+// The latency bounds are a guard: the mean time a request held the worker
+// (rtt) against its no-load latency (baseline, as below). A loop can look idle
 // while requests wait: the front, short of CPU, is slow to hand the
 // worker its next request and to read its answer, and that time counts as
 // occupancy the loop did not use, so the projection grows the limit; or
@@ -214,18 +223,19 @@ func (w *workerLimit) saturationRule(l, peak int, occupancy float64) int {
 	}
 	s := w.satSum / float64(w.satN)
 	// The worker's latency guards the rule: a worker whose requests take
-	// longer than gradientTolerance times its no-load latency queues them
-	// inside, whatever its loop says (a loop that looks idle because the
+	// guardGrowth times its no-load latency queues them inside, whatever
+	// its loop says (a loop that looks idle because the
 	// front is slow to feed it, a worker whose own CPU is stolen).
-	inflated, rtt := false, 0.0
+	inflated, severe, rtt := false, false, 0.0
 	if w.n > 0 {
 		rtt = w.sumRTT / float64(w.n)
 		w.learnBaseline(rtt, peak)
-		inflated = rtt > gradientTolerance*w.baseline
+		inflated = rtt > guardGrowth*w.baseline
+		severe = rtt > guardCut*w.baseline
 	}
 	switch {
-	case inflated && 2*peak >= l:
-		return min(int(math.Floor(0.9*float64(l))), int(math.Floor(float64(l)*gradientTolerance*w.baseline/rtt)))
+	case severe && 2*peak >= l:
+		return min(int(math.Floor(0.9*float64(l))), int(math.Floor(float64(l)*guardGrowth*w.baseline/rtt)))
 	case s >= w.maxSat && 2*peak >= l:
 		return int(math.Floor(0.9 * float64(l)))
 	case s < w.maxSat && peak >= l && !inflated:
