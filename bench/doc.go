@@ -11,8 +11,10 @@
 // (Process), the demo workers (Workers), the peers' configurations
 // (NginxConfig, HAProxyConfig, SluiceConfig), the round-robin proxy
 // (RoundRobin), the library-face servers (LibHandler), closed-loop capacity
-// measurement (Capacity), and the figures drawn from reports (Recovery,
-// Wasted, Median, the charts).
+// measurement (Capacity), the real Node.js workers of scenarios node-react
+// and node-async (StartNodeWorkers, NodeWorkloads, bench/node/counters.js),
+// and the figures drawn from reports (Recovery, Wasted, Median, BusyShare,
+// the charts).
 //
 // Everything listens on and connects to 127.0.0.1 only, and every process
 // is started in its own process group and stopped by its PID.

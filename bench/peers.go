@@ -25,20 +25,27 @@ type NginxConfig struct {
 }
 
 // HAProxyConfig is HAProxy as the queue: leastconn over workers of maxconn
-// 1, timeout queue QueueTimeout, abortonclose.
+// MaxConn, timeout queue QueueTimeout, abortonclose.
 type HAProxyConfig struct {
 	Listen       string
 	Workers      []string
 	QueueTimeout time.Duration
+	// MaxConn is each worker's maxconn; 0 means 1, as Airbnb ran
+	// single-threaded renderers.
+	MaxConn int
 }
 
 // SluiceConfig is the suite's sluice.yaml: the defaults plus the listener,
-// the upstreams (concurrency 1), trusted peers 127.0.0.1 and tenants by
-// the X-Tenant header.
+// the upstreams, trusted peers 127.0.0.1 and tenants by the X-Tenant
+// header.
 type SluiceConfig struct {
 	Listen  string
 	Admin   string // host:port, or "off"
 	Workers []string
+	// Concurrency is each upstream's concurrency. 0 leaves the key out:
+	// sluice's default, auto (found at run time per worker). The demo
+	// workers' setups give 1: they are single-threaded.
+	Concurrency int
 	// Extra is YAML appended to the file, for diagnostic variants; it
 	// must not repeat a section the template writes.
 	Extra string
@@ -52,11 +59,15 @@ func (c HAProxyConfig) Render() ([]byte, error) {
 	if c.QueueTimeout <= 0 || c.QueueTimeout%time.Millisecond != 0 {
 		return nil, fmt.Errorf("bench: haproxy queue timeout %v: want a positive whole number of milliseconds", c.QueueTimeout)
 	}
+	if c.MaxConn < 0 {
+		return nil, fmt.Errorf("bench: haproxy maxconn %d: want 0 (meaning 1) or more", c.MaxConn)
+	}
 	return render("haproxy.cfg.tmpl", struct {
 		Listen       string
 		Workers      []string
 		QueueTimeout string
-	}{c.Listen, c.Workers, fmt.Sprintf("%dms", c.QueueTimeout/time.Millisecond)})
+		MaxConn      int
+	}{c.Listen, c.Workers, fmt.Sprintf("%dms", c.QueueTimeout/time.Millisecond), max(c.MaxConn, 1)})
 }
 
 // Render writes the configuration file's text.
@@ -80,6 +91,8 @@ type Front struct {
 	// URL is where the load goes, without query.
 	URL   string
 	Procs []*Process
+	// Admin is sluice's admin listener, host:port; "" for the others.
+	Admin string
 }
 
 // CPUTime returns the CPU time the front's processes have used so far.
@@ -99,10 +112,16 @@ func (f *Front) Stop() {
 }
 
 // StartNginxHAProxy starts HAProxy (haproxyBin, foreground) over workers
-// with the given queue timeout and nginx (nginxBin, foreground) in front
-// of it, with their configuration files and logs in dir, and waits until
-// a request through both reaches a worker.
+// with the given queue timeout, maxconn 1 each, and nginx (nginxBin,
+// foreground) in front of it, with their configuration files and logs in
+// dir, and waits until a request through both reaches a worker.
 func StartNginxHAProxy(ctx context.Context, name, nginxBin, haproxyBin string, workers []string, queueTimeout time.Duration, dir string) (*Front, error) {
+	return startNginxHAProxy(ctx, name, nginxBin, haproxyBin, HAProxyConfig{Workers: workers, QueueTimeout: queueTimeout}, dir, "?cpu=0")
+}
+
+// startNginxHAProxy is StartNginxHAProxy with h's settings but its Listen,
+// and probe the query of the request that shows the chain works.
+func startNginxHAProxy(ctx context.Context, name, nginxBin, haproxyBin string, h HAProxyConfig, dir, probe string) (*Front, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -114,7 +133,8 @@ func StartNginxHAProxy(ctx context.Context, name, nginxBin, haproxyBin string, w
 	if err != nil {
 		return nil, err
 	}
-	hcfg, err := HAProxyConfig{Listen: fmt.Sprintf("127.0.0.1:%d", hport), Workers: workers, QueueTimeout: queueTimeout}.Render()
+	h.Listen = fmt.Sprintf("127.0.0.1:%d", hport)
+	hcfg, err := h.Render()
 	if err != nil {
 		return nil, err
 	}
@@ -144,7 +164,7 @@ func StartNginxHAProxy(ctx context.Context, name, nginxBin, haproxyBin string, w
 	f.Procs = append(f.Procs, np)
 	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	if err := WaitStarted(wctx, f.URL+"?cpu=0", hp, np); err != nil {
+	if err := WaitStarted(wctx, f.URL+probe, hp, np); err != nil {
 		f.Stop()
 		return nil, err
 	}
@@ -152,9 +172,14 @@ func StartNginxHAProxy(ctx context.Context, name, nginxBin, haproxyBin string, w
 }
 
 // StartSluice starts `sluiceBin serve` over workers with the suite's
-// configuration plus extra (see SluiceConfig.Extra), written to dir, and
-// waits until it is ready.
+// configuration (upstreams of concurrency 1) plus extra (see
+// SluiceConfig.Extra), written to dir, and waits until it is ready.
 func StartSluice(ctx context.Context, name, sluiceBin string, workers []string, dir, extra string) (*Front, error) {
+	return startSluice(ctx, name, sluiceBin, SluiceConfig{Workers: workers, Concurrency: 1, Extra: extra}, dir)
+}
+
+// startSluice is StartSluice with c's settings but its Listen and Admin.
+func startSluice(ctx context.Context, name, sluiceBin string, c SluiceConfig, dir string) (*Front, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -166,7 +191,8 @@ func StartSluice(ctx context.Context, name, sluiceBin string, workers []string, 
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := SluiceConfig{Listen: fmt.Sprintf("127.0.0.1:%d", port), Admin: fmt.Sprintf("127.0.0.1:%d", aport), Workers: workers, Extra: extra}.Render()
+	c.Listen, c.Admin = fmt.Sprintf("127.0.0.1:%d", port), fmt.Sprintf("127.0.0.1:%d", aport)
+	cfg, err := c.Render()
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +204,7 @@ func StartSluice(ctx context.Context, name, sluiceBin string, workers []string, 
 	if err != nil {
 		return nil, err
 	}
-	f := &Front{Name: name, URL: fmt.Sprintf("http://127.0.0.1:%d/", port), Procs: []*Process{p}}
+	f := &Front{Name: name, URL: fmt.Sprintf("http://127.0.0.1:%d/", port), Procs: []*Process{p}, Admin: c.Admin}
 	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	if err := WaitStarted(wctx, fmt.Sprintf("http://127.0.0.1:%d/__sluice/ready", port), p); err != nil {

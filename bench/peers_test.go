@@ -14,7 +14,7 @@ import (
 var testWorkers = []string{"127.0.0.1:4001", "127.0.0.1:4002"}
 
 func TestSluiceConfigIsValidAndUntuned(t *testing.T) {
-	b, err := SluiceConfig{Listen: "127.0.0.1:3999", Admin: "127.0.0.1:3998", Workers: testWorkers}.Render()
+	b, err := SluiceConfig{Listen: "127.0.0.1:3999", Admin: "127.0.0.1:3998", Workers: testWorkers, Concurrency: 1}.Render()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,10 @@ type Pool struct {
 	specs     []procSpec // how each process was started, for Restart
 	readyPath string
 	client    *http.Client
+	// Warm, if set, is run after every Restart: a Node.js worker starts
+	// cold (V8 compiles the renderer as it runs) and would otherwise
+	// handicap whichever setup runs next.
+	Warm func(ctx context.Context) error
 }
 
 // procSpec is how a pool process is started.
@@ -108,7 +112,13 @@ func (p *Pool) Restart(ctx context.Context) error {
 		}
 		p.Procs[i] = proc
 	}
-	return p.waitReady(ctx)
+	if err := p.waitReady(ctx); err != nil {
+		return err
+	}
+	if p.Warm != nil {
+		return p.Warm(ctx)
+	}
+	return nil
 }
 
 // WaitStarted waits until url answers 2xx, failing at once if one of

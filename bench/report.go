@@ -50,6 +50,16 @@ func Rewrite(dir string) error {
 		if err != nil {
 			return err
 		}
+		if IsNodeScenario(name) {
+			var f nodeFile
+			if err := json.Unmarshal(b, &f); err != nil {
+				return fmt.Errorf("bench: %s.json: %w", name, err)
+			}
+			if err := rewriteNode(dir, f); err != nil {
+				return err
+			}
+			continue
+		}
 		var f scenarioFile
 		if err := json.Unmarshal(b, &f); err != nil {
 			return fmt.Errorf("bench: %s.json: %w", name, err)

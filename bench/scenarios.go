@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,9 +20,10 @@ const (
 	ScenarioHop     = "hop"           // proxy-hop throughput, trivial responses
 )
 
-// Scenarios lists every scenario.
+// Scenarios lists every scenario: the Go demo workers', then the Node.js
+// workers' (node-react, node-async; see NodeWorkloads).
 func Scenarios() []string {
-	return []string{ScenarioGoodput, ScenarioDrop, ScenarioRetry, ScenarioTenants, ScenarioHetero, ScenarioHop}
+	return []string{ScenarioGoodput, ScenarioDrop, ScenarioRetry, ScenarioTenants, ScenarioHetero, ScenarioHop, ScenarioNodeReact, ScenarioNodeAsync}
 }
 
 // Multiples are the offered loads of scenario goodput, in capacities.
@@ -33,6 +35,12 @@ const RepeatMultiple = 4.0
 
 // Run runs one scenario and writes its results.
 func (s *Suite) Run(ctx context.Context, scenario string) error {
+	if w, ok := NodeWorkloadFor(scenario); ok {
+		return s.nodeScenario(ctx, w)
+	}
+	if s.workers == nil && slices.Contains(Scenarios(), scenario) {
+		return fmt.Errorf("bench: scenario %s needs the demo workers, left out (Options.NoDemo)", scenario)
+	}
 	switch scenario {
 	case ScenarioGoodput:
 		return s.goodput(ctx)

@@ -101,6 +101,21 @@ type Options struct {
 	QuietWait    time.Duration
 	// Logger receives progress; nil means discard.
 	Logger *slog.Logger
+
+	// NoDemo leaves out the Go demo workers, their calibration, capacity
+	// and setups: for a run of the Node.js scenarios only.
+	NoDemo bool
+	// NodeBin is the node binary of the Node.js scenarios; "" means
+	// "node" on PATH. NodeWorker is the worker script; "" means
+	// DefaultNodeWorker (relative to the working directory: run from the
+	// repository root).
+	NodeBin, NodeWorker string
+	// NodeSetups lists the Node.js scenarios' setup families to run
+	// (see NodeSetupFamilies); nil means all of them.
+	NodeSetups []string
+	// NodeReactItems is the listing cards of scenario node-react's page:
+	// 0 means NodeReactItems, negative the example's whole page (200).
+	NodeReactItems int
 }
 
 func (o Options) withDefaults() Options {
@@ -133,6 +148,15 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.NodeBin == "" {
+		o.NodeBin = "node"
+	}
+	if o.NodeWorker == "" {
+		o.NodeWorker = DefaultNodeWorker
+	}
+	if o.NodeSetups == nil {
+		o.NodeSetups = NodeSetupFamilies()
 	}
 	if o.Setups == nil {
 		for _, s := range AllSetups() {
@@ -202,6 +226,11 @@ func NewSuite(ctx context.Context, o Options) (_ *Suite, err error) {
 			return nil, err
 		}
 	}
+	if o.NoDemo {
+		s.env = describeEnvironment(o)
+		s.env.Workers = 0
+		return s, nil
+	}
 	if o.UnitsPerMs == 0 {
 		s.waitQuiet(ctx)
 		o.UnitsPerMs = demo.Calibrate(time.Second).UnitsPerMilli()
@@ -233,7 +262,7 @@ func NewSuite(ctx context.Context, o Options) (_ *Suite, err error) {
 		case SetupSluiceNoCoDel:
 			t.front, err = StartSluice(ctx, name, o.SluiceBin, s.workers.Addrs, dir, "overload:\n  codel:\n    enabled: false\n")
 		case SetupRoundRobin:
-			t.front, err = s.startRoundRobin(ctx)
+			t.front, err = s.startRoundRobin(ctx, name, s.workers.Addrs)
 		case SetupNginxHA1s:
 			t.front, err = StartNginxHAProxy(ctx, name, o.NginxBin, o.HAProxyBin, s.workers.Addrs, time.Second, dir)
 		case SetupNginxHA500ms:
@@ -293,14 +322,14 @@ func (s *Suite) measure(ctx context.Context, a, b []string, perURL int) (ra, rb 
 	return ra, rb, nil
 }
 
-func (s *Suite) startRoundRobin(ctx context.Context) (*Front, error) {
+func (s *Suite) startRoundRobin(ctx context.Context, name string, upstreams []string) (*Front, error) {
 	port, err := FreePort()
 	if err != nil {
 		return nil, err
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	return StartSelf(ctx, SetupRoundRobin, addr, RoundRobinReadyPath, s.o.WorkDir, nil,
-		"rr-proxy", "-listen", addr, "-upstreams", strings.Join(s.workers.Addrs, ","))
+	return StartSelf(ctx, name, addr, RoundRobinReadyPath, s.o.WorkDir, nil,
+		"rr-proxy", "-listen", addr, "-upstreams", strings.Join(upstreams, ","))
 }
 
 func (s *Suite) startLib(ctx context.Context, name string) (*Pool, error) {
@@ -407,9 +436,13 @@ func cpuModel() string {
 func (s *Suite) Environment() Environment { return s.env }
 
 // SetCommit records the source revision measured, in environment.json
-// too.
+// too (not written with Options.NoDemo: that file describes the demo
+// workers' run, and each Node.js scenario's file holds its environment).
 func (s *Suite) SetCommit(c string) error {
 	s.env.Commit = c
+	if s.o.NoDemo {
+		return nil
+	}
 	return s.writeJSON("environment.json", s.env)
 }
 
@@ -422,6 +455,12 @@ type CPUUse struct {
 	Renderers float64 `json:"renderers_s"`
 	Others    float64 `json:"others_s"`
 	Wall      float64 `json:"wall_s"`
+	// RenderersLoad and LoadWall are the renderers' CPU time and the wall
+	// time while the load ran (the load generator's phases and its wait
+	// for the last answers), the drain after it left out: the share of
+	// the wall time the workers were busy while there was work to do.
+	RenderersLoad float64 `json:"renderers_load_s,omitempty"`
+	LoadWall      float64 `json:"load_wall_s,omitempty"`
 }
 
 // RunResult is one load run against one setup.
@@ -468,6 +507,10 @@ type RunResult struct {
 	Discarded []*RunResult `json:"discarded,omitempty"`
 	// Note explains anything unusual.
 	Note string `json:"note,omitempty"`
+	// WorkerLimits are the per-worker concurrency limits sluice reported
+	// on its admin listener (/stats) after the run, in the Node.js
+	// scenarios: what concurrency auto found, or the fixed setting.
+	WorkerLimits []int `json:"worker_limits,omitempty"`
 }
 
 // AllSeries returns the time series of the run's streams together.
@@ -632,6 +675,8 @@ func (s *Suite) runOnce(ctx context.Context, scenario, point string, multiple fl
 	for range streams {
 		<-done
 	}
+	res.CPU.RenderersLoad = (t.pool.CPUTime() - pool0).Seconds()
+	res.CPU.LoadWall = time.Since(wall0).Seconds()
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -657,11 +702,9 @@ func (s *Suite) runOnce(ctx context.Context, scenario, point string, multiple fl
 			statsKnown = false
 		}
 	}
-	res.CPU = CPUUse{
-		Generator: (SelfCPUTime() - gen0).Seconds(),
-		Front:     (t.front.CPUTime() - front0).Seconds(),
-		Renderers: (t.pool.CPUTime() - pool0).Seconds(),
-	}
+	res.CPU.Generator = (SelfCPUTime() - gen0).Seconds()
+	res.CPU.Front = (t.front.CPUTime() - front0).Seconds()
+	res.CPU.Renderers = (t.pool.CPUTime() - pool0).Seconds()
 	if isLib(t.name) {
 		// The library-face process is both front and renderer.
 		res.CPU.Front = 0

@@ -6,6 +6,7 @@
 //
 //	go run ./bench/cmd/eval -out docs/bench            # every scenario
 //	go run ./bench/cmd/eval -scenarios goodput,hop     # some
+//	go run ./bench/cmd/eval -scenarios node-react,node-async -phase 5s   # the Node.js workers, ~15 min
 //
 // It also serves as two of the setups, started by the suite itself:
 //
@@ -25,6 +26,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -70,6 +72,10 @@ func suite(ctx context.Context, args []string, stderr io.Writer) int {
 	maxOthers := fs.Float64("max-others", 0.25, "cores the rest of the machine may use during a run before it is run again; negative: no check")
 	noisyRetries := fs.Int("noisy-retries", 1, "how many times a noisy run is run again (-1: never)")
 	quietWait := fs.Duration("quiet-wait", 30*time.Second, "longest wait before a run for the rest of the machine to be quiet")
+	nodeBin := fs.String("node", "node", "node binary of the Node.js scenarios ("+bench.ScenarioNodeReact+", "+bench.ScenarioNodeAsync+")")
+	nodeWorker := fs.String("node-worker", bench.DefaultNodeWorker, "the Node.js scenarios' worker script (its npm ci done)")
+	nodeReactItems := fs.Int("node-react-items", bench.NodeReactItems, "listing cards of "+bench.ScenarioNodeReact+"'s page; 200 or -1: the example's whole page")
+	nodeSetups := fs.String("node-setups", strings.Join(bench.NodeSetupFamilies(), ","), "comma-separated setup families of the Node.js scenarios")
 	rewrite := fs.Bool("rewrite", false, "measure nothing: rewrite the tables and charts in -out from its JSON files")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -97,6 +103,26 @@ func suite(ctx context.Context, args []string, stderr io.Writer) int {
 			return 2
 		}
 	}
+	var families []string
+	for _, f := range strings.Split(*nodeSetups, ",") {
+		f = strings.TrimSpace(f)
+		if !slices.Contains(bench.NodeSetupFamilies(), f) {
+			fmt.Fprintf(stderr, "eval: -node-setups: unknown family %q (want some of %s)\n", f, strings.Join(bench.NodeSetupFamilies(), ","))
+			return 2
+		}
+		families = append(families, f)
+	}
+	// The demo workers, their calibration and setups only when a scenario
+	// needs them.
+	noDemo := true
+	for _, sc := range strings.Split(*scenarios, ",") {
+		sc = strings.TrimSpace(sc)
+		if !slices.Contains(bench.Scenarios(), sc) {
+			fmt.Fprintf(stderr, "eval: -scenarios: unknown scenario %q (want some of %s)\n", sc, strings.Join(bench.Scenarios(), ","))
+			return 2
+		}
+		noDemo = noDemo && bench.IsNodeScenario(sc)
+	}
 	if *work == "" {
 		d, err := os.MkdirTemp("", "sluice-eval-")
 		if err != nil {
@@ -116,21 +142,26 @@ func suite(ctx context.Context, args []string, stderr io.Writer) int {
 		}
 	}
 	o := bench.Options{
-		SluiceBin:    *sluiceBin,
-		NginxBin:     *nginxBin,
-		HAProxyBin:   *haproxyBin,
-		OutDir:       *out,
-		WorkDir:      *work,
-		UnitsPerMs:   *units,
-		Phase:        *phase,
-		KeepAlive:    kas,
-		Repeats:      *repeats,
-		DrainBound:   *drain,
-		CapacityTime: *capTime,
-		MaxOthers:    *maxOthers,
-		NoisyRetries: *noisyRetries,
-		QuietWait:    *quietWait,
-		Logger:       log,
+		SluiceBin:      *sluiceBin,
+		NginxBin:       *nginxBin,
+		HAProxyBin:     *haproxyBin,
+		OutDir:         *out,
+		WorkDir:        *work,
+		UnitsPerMs:     *units,
+		Phase:          *phase,
+		KeepAlive:      kas,
+		Repeats:        *repeats,
+		DrainBound:     *drain,
+		CapacityTime:   *capTime,
+		MaxOthers:      *maxOthers,
+		NoisyRetries:   *noisyRetries,
+		QuietWait:      *quietWait,
+		Logger:         log,
+		NoDemo:         noDemo,
+		NodeBin:        *nodeBin,
+		NodeWorker:     *nodeWorker,
+		NodeSetups:     families,
+		NodeReactItems: *nodeReactItems,
 	}
 	if *setups != "" {
 		o.Setups = strings.Split(*setups, ",")

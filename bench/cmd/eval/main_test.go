@@ -15,6 +15,8 @@ func TestRunExitCodes(t *testing.T) {
 		{"help", []string{"-h"}, 0},
 		{"unknown flag", []string{"-nope"}, 2},
 		{"bad keep-alive mode", []string{"-keepalive", "sometimes", "-out", t.TempDir()}, 2},
+		{"unknown scenario", []string{"-scenarios", "goodput,nope", "-out", t.TempDir()}, 2},
+		{"unknown Node.js setup family", []string{"-scenarios", "node-react", "-node-setups", "sluice,envoy", "-out", t.TempDir()}, 2},
 		{"rewrite with nothing to rewrite", []string{"-rewrite", "-out", t.TempDir()}, 0},
 		{"rr-proxy without upstreams", []string{"rr-proxy", "-listen", "127.0.0.1:0"}, 2},
 		{"lib-server without a calibration", []string{"lib-server", "-listen", "127.0.0.1:0"}, 2},
