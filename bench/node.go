@@ -184,33 +184,13 @@ func StartNodeWorkers(ctx context.Context, nodeBin, script string, n, items int,
 	if err := os.WriteFile(preload, nodeCounters, 0o644); err != nil {
 		return nil, err
 	}
-	p := &Pool{client: newClient(5 * time.Second), readyPath: readyPath}
-	for i := range n {
-		port, err := FreePort()
-		if err != nil {
-			p.Stop()
-			return nil, err
-		}
+	return startWorkers(ctx, n, readyPath, logDir, func(i, port int) procSpec {
 		env := []string{"PORT=" + strconv.Itoa(port), "NODE_ENV=production"}
 		if items > 0 {
 			env = append(env, "BENCH_PAGE_ITEMS="+strconv.Itoa(items))
 		}
-		name := fmt.Sprintf("node-worker-%d", i+1)
-		spec := procSpec{name: name, logPath: filepath.Join(logDir, name+".log"), env: env, argv: []string{nodeBin, "-r", preload, script}}
-		proc, err := StartProcess(spec.name, spec.logPath, spec.env, spec.argv...)
-		if err != nil {
-			p.Stop()
-			return nil, err
-		}
-		p.Procs = append(p.Procs, proc)
-		p.specs = append(p.specs, spec)
-		p.Addrs = append(p.Addrs, "127.0.0.1:"+strconv.Itoa(port))
-	}
-	if err := p.waitReady(ctx); err != nil {
-		p.Stop()
-		return nil, err
-	}
-	return p, nil
+		return procSpec{name: fmt.Sprintf("node-worker-%d", i+1), env: env, argv: []string{nodeBin, "-r", preload, script}}
+	})
 }
 
 // NodeReadyPath is the example worker's readiness path, answered by

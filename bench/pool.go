@@ -42,27 +42,37 @@ type procSpec struct {
 // calibrated with unitsPerMs, and waits until every one answers its ready
 // path. Their output goes to logDir/worker-N.log.
 func StartWorkers(ctx context.Context, bin string, n int, unitsPerMs float64, logDir string) (*Pool, error) {
-	p := &Pool{client: newClient(5 * time.Second), readyPath: demo.ReadyPath}
+	return startWorkers(ctx, n, demo.ReadyPath, logDir, func(i, port int) procSpec {
+		name := fmt.Sprintf("worker-%d", i+1)
+		env := []string{
+			"PORT=" + strconv.Itoa(port),
+			demo.EnvUnits + "=" + strconv.FormatFloat(unitsPerMs, 'f', -1, 64),
+			demo.EnvName + "=" + strconv.Itoa(i+1),
+		}
+		return procSpec{name: name, env: env, argv: []string{bin, "demo-worker"}}
+	})
+}
+
+// startWorkers starts n processes on free ports of 127.0.0.1, the i-th as
+// spec(i, port) says, its output in logDir/NAME.log, and waits until each
+// answers readyPath.
+func startWorkers(ctx context.Context, n int, readyPath, logDir string, spec func(i, port int) procSpec) (*Pool, error) {
+	p := &Pool{client: newClient(5 * time.Second), readyPath: readyPath}
 	for i := range n {
 		port, err := FreePort()
 		if err != nil {
 			p.Stop()
 			return nil, err
 		}
-		env := []string{
-			"PORT=" + strconv.Itoa(port),
-			demo.EnvUnits + "=" + strconv.FormatFloat(unitsPerMs, 'f', -1, 64),
-			demo.EnvName + "=" + strconv.Itoa(i+1),
-		}
-		name := fmt.Sprintf("worker-%d", i+1)
-		spec := procSpec{name: name, logPath: filepath.Join(logDir, name+".log"), env: env, argv: []string{bin, "demo-worker"}}
-		proc, err := StartProcess(spec.name, spec.logPath, spec.env, spec.argv...)
+		sp := spec(i, port)
+		sp.logPath = filepath.Join(logDir, sp.name+".log")
+		proc, err := StartProcess(sp.name, sp.logPath, sp.env, sp.argv...)
 		if err != nil {
 			p.Stop()
 			return nil, err
 		}
 		p.Procs = append(p.Procs, proc)
-		p.specs = append(p.specs, spec)
+		p.specs = append(p.specs, sp)
 		p.Addrs = append(p.Addrs, "127.0.0.1:"+strconv.Itoa(port))
 	}
 	if err := p.waitReady(ctx); err != nil {
