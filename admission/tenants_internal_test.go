@@ -46,16 +46,6 @@ func TestControllerMaxTrackedTenants(t *testing.T) {
 	}
 }
 
-// served makes tenant known to q, as after one of its requests was served.
-func served(q *fairQueue, tenant string) {
-	w := &waiter{req: Request{Tenant: tenant}, cost: 1}
-	q.push(w)
-	if f := q.front(); f != w {
-		panic("served: another request is ahead")
-	}
-	q.dispatched(w)
-}
-
 // backlog queues n requests of tenant in q and serves them all, so that
 // the class's virtual time moves on and tenant is known.
 func backlog(q *fairQueue, tenant string, n int) {

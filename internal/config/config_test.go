@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/netip"
 	"reflect"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -355,8 +354,6 @@ func TestAliasBombIsBounded(t *testing.T) {
 		t.Fatalf("got %v, want a too-many-nodes error", err)
 	}
 }
-
-func itoa(i int) string { return strconv.Itoa(i) }
 
 // TestAccepted lists files that look suspicious but are right.
 func TestAccepted(t *testing.T) {

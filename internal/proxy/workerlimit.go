@@ -101,11 +101,10 @@ const (
 // the next probe waits twice as long (up to probeHoldMax), so a CPU-bound
 // worker spends most of its time at 1.
 type workerLimit struct {
-	max     int
-	maxSat  float64
-	window  time.Duration
-	limit   int
-	changed bool // set by decide when limit moved; for the caller
+	max    int
+	maxSat float64
+	window time.Duration
+	limit  int
 
 	start     time.Time // of the current window
 	last      time.Time // of the last occupancy change
