@@ -400,17 +400,7 @@ func (c *Controller) seenFast(tenant string) {
 
 // tryAdmitFast takes cost slots with a compare-and-swap if they fit and
 // nobody waits.
-func (c *Controller) tryAdmitFast(cost int64) bool {
-	for {
-		s := c.state.Load()
-		if s&slowBit != 0 || !fits(s, cost) {
-			return false
-		}
-		if c.state.CompareAndSwap(s, s+uint64(cost)) {
-			return true
-		}
-	}
-}
+func (c *Controller) tryAdmitFast(cost int64) bool { return c.tryAdmit(cost, slowBit) }
 
 func (c *Controller) acquireSlow(ctx context.Context, req Request, cost int64) (Permit, error) {
 	ci := req.Priority.classIndex()
@@ -515,10 +505,14 @@ func (c *Controller) outcome(w *waiter) (Permit, error) {
 }
 
 // tryAdmitLocked takes cost slots if they fit. REQUIRES c.mu held.
-func (c *Controller) tryAdmitLocked(cost int64) bool {
+func (c *Controller) tryAdmitLocked(cost int64) bool { return c.tryAdmit(cost, 0) }
+
+// tryAdmit takes cost slots with a compare-and-swap if they fit, and
+// none of the bits in refuse is set.
+func (c *Controller) tryAdmit(cost int64, refuse uint64) bool {
 	for {
 		s := c.state.Load()
-		if !fits(s, cost) {
+		if s&refuse != 0 || !fits(s, cost) {
 			return false
 		}
 		if c.state.CompareAndSwap(s, s+uint64(cost)) {
