@@ -36,8 +36,8 @@ func TestLibAdmissionOptionsAreTheDefaults(t *testing.T) {
 	if o.MaxSaturation != bp.SaturationMax || o.SampleWindow != min(bp.SampleWindow, limit.AutoWindow) || o.MinShare != def.Overload.PriorityMinShare {
 		t.Errorf("got saturation %v window %v share %v, want the defaults", o.MaxSaturation, o.SampleWindow, o.MinShare)
 	}
-	if o.Signal == nil {
-		t.Error("got no saturation signal, want the one passed")
+	if any(o.Signal) != any(o.Limit) {
+		t.Errorf("got saturation signal %T, want the Auto limit's own", o.Signal)
 	}
 	// The Auto limit starts at its floor, the usable CPUs.
 	if _, ok := o.Limit.(*limit.Auto); !ok {

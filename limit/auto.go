@@ -28,9 +28,9 @@ type AutoOptions struct {
 	// CPUs is the usable CPUs until a Window reports them (Window.CPUs);
 	// 0 means GOMAXPROCS, or the cgroup CPU quota when lower.
 	CPUs float64
-	// Tolerance is how much slower than its no-load RTT the service may get
-	// before the RTT bound shrinks the limit (GradientOptions.Tolerance);
-	// 0 means 1.5.
+	// Tolerance is how much slower than its lowest recent RTT the service
+	// may get, while the limit binds, before the delivery bound cuts the
+	// limit to the knee; 0 means 1.5.
 	Tolerance float64
 }
 
@@ -62,6 +62,10 @@ const (
 	// autoMaxGrowth bounds one window's growth: a cold start reaches
 	// 128 from 2 in 300 ms.
 	autoMaxGrowth = 4
+	// autoOwnShare is the CPU busy fraction below which runnable
+	// goroutines are put down to other processes holding the CPUs, not to
+	// this one oversubscribing them.
+	autoOwnShare = 0.5
 	// autoSlackShare is the share of the CPUs, in runnable goroutines,
 	// tolerated before the CPUs count as oversubscribed (at least one).
 	autoSlackShare = 0.25
@@ -69,17 +73,23 @@ const (
 
 // Auto is the limit that finds itself: the default of an admission
 // Controller. It combines a CPU rule, fed by the Window's load fields (see
-// Probe), with an RTT bound (a Gradient), and takes the lower of the two,
-// never below the floor Min (the usable CPUs):
+// Probe), with a delivery bound fed by the samples, and takes the lower of
+// the two, never below the floor Min (the usable CPUs):
 //
 //	CPU rule, every window, with R = Runnable, M = MeanInflight, B = CPUBusy:
-//	  R > slack:                               C = max(floor, min(C, round(M - R)))
+//	  R > slack, B >= 0.5:                     C = max(floor, min(C, round(M - R)))
+//	  R > slack, B < 0.5 (others' CPU use):    C holds
 //	  limit binding, R <= slack, B < 0.9:      C = clamp(ceil(M x 0.9 / B), C+1, 4C)
 //	  otherwise:                               C holds
-//	L = max(floor, min(C, Gradient's limit))
+//	Delivery bound D, while the limit binds (rtt: the window's mean RTT):
+//	  rtt > Tolerance x minRTT, L > BDP:       D = min(D, BDP)
+//	  rtt <= (1 + (Tolerance-1)/4) x minRTT:   D = max(D, 2L)
+//	  otherwise, rtt within the tolerance:     D = max(D, L + sqrt(L))
+//	L = max(floor, min(C, D))
 //
-// where slack = max(1, CPUs/4) and the limit binds when the window's peak
-// in-flight count reached L or requests waited.
+// where slack = max(1, CPUs/4), the limit binds when the window's peak
+// in-flight count reached L or requests waited, and BDP is the best
+// completion rate times the lowest RTT over the last 10 s.
 //
 // Why. A Go service whose handlers burn CPU does not slow down gracefully
 // when more of them run than there are Ps: the scheduler time-slices them,
@@ -95,16 +105,18 @@ const (
 // fraction projects to fill them (CPU per request being constant) as they
 // fill up. What the CPU rule cannot see is a downstream with its own
 // concurrency cap (a connection pool, a semaphore): the CPUs stay idle
-// however many requests wait for it. The Gradient sees it in the RTT,
-// which grows with concurrency past the cap, and bounds the limit there.
+// however many requests wait for it. Its completions per second stop
+// growing and its RTT grows instead; the delivery bound (the package
+// documentation gives its reasoning) cuts the limit to the concurrency
+// that delivered the best rate, which loses no throughput.
 //
 // The rule is a function of the Window: a Window built by hand with zero
 // Runnable and CPUBusy reads as an idle process. Create one with NewAuto;
 // the zero value is not usable. An Auto is safe for concurrent use; Limit
-// is one atomic load, Observe takes the Gradient's mutex briefly.
+// is one atomic load, Observe two atomic adds.
 type Auto struct {
-	o    AutoOptions
-	grad *Gradient
+	o   AutoOptions
+	rtt *deliveryBound
 
 	limit atomic.Int64
 
@@ -132,11 +144,7 @@ func NewAuto(o AutoOptions) (*Auto, error) {
 	if o.Tolerance == 0 {
 		o.Tolerance = 1.5
 	}
-	g, err := NewGradient(GradientOptions{Max: o.Max, Initial: min(100, o.Max), Tolerance: o.Tolerance})
-	if err != nil {
-		return nil, err
-	}
-	a := &Auto{o: o, grad: g, cpus: o.CPUs}
+	a := &Auto{o: o, rtt: newDeliveryBound(o.Tolerance, o.Max), cpus: o.CPUs}
 	if a.cpus == 0 {
 		a.cpus = float64(runtime.GOMAXPROCS(0))
 		if q, err := cgroupCPUs(os.ReadFile); err == nil && q > 0 && q < a.cpus {
@@ -154,8 +162,9 @@ func NewAuto(o AutoOptions) (*Auto, error) {
 
 // Saturation reports how oversubscribed the CPUs were in the last window:
 // the mean runnable goroutines over twice the slack, capped at 1, so that
-// it reaches 1 when they clearly are; NaN before a window with a runnable
-// count. An admission Controller with no Signal of its own uses it to shed
+// it reaches 1 when they clearly are, scaled down by B/0.5 while this
+// process keeps less than half its CPUs busy (the wait is then other
+// processes' doing); NaN before a window with a runnable count. An admission Controller with no Signal of its own uses it to shed
 // at once, rather than queue, while the CPUs are oversubscribed.
 func (a *Auto) Saturation() float64 { return math.Float64frombits(a.sat.Load()) }
 
@@ -175,7 +184,7 @@ func (a *Auto) Window() time.Duration { return AutoWindow }
 
 // Observe feeds the RTT bound a completed request.
 func (a *Auto) Observe(s Sample) int {
-	a.grad.Observe(s)
+	a.rtt.observe(s)
 	return a.Limit()
 }
 
@@ -188,15 +197,25 @@ func (a *Auto) Tick(w Window) int {
 	}
 	floor := a.floor()
 	l := int(a.limit.Load())
-	g := a.grad.Tick(w)
 
 	slack := max(1, autoSlackShare*a.cpus)
-	a.sat.Store(math.Float64bits(math.Min(1, w.Runnable/(2*slack))))
+	// Goroutines wait for a P either because this process's own work
+	// oversubscribes the CPUs, or because other processes hold them (a
+	// noisy neighbour, a shared VM's steal). Only the first is fixed by
+	// admitting less; the second shows as runnable goroutines while this
+	// process uses little of its CPUs, and the limit holds through it.
+	sat := math.Min(1, w.Runnable/(2*slack))
+	if w.CPUBusy < autoOwnShare { // NaN compares false: unknown counts as ours
+		sat *= w.CPUBusy / autoOwnShare
+	}
+	a.sat.Store(math.Float64bits(sat))
 	binding := max(w.PeakInflight, w.Inflight) >= l || w.Queued > 0
+	g := a.rtt.tick(w.Now, l, binding)
 	c := a.cpu
 	switch {
-	case w.Runnable > slack: // NaN compares false: unknown is not oversubscribed
+	case w.Runnable > slack && !(w.CPUBusy < autoOwnShare): // NaN compares false: unknown is not oversubscribed
 		c = min(c, int(math.Round(w.MeanInflight-w.Runnable)))
+	case w.Runnable > slack: // the CPUs are someone else's: hold
 	case binding && c <= g && !(w.CPUBusy >= autoBusyTarget):
 		next := 2 * c
 		if w.CPUBusy > 0 && w.MeanInflight > 0 {

@@ -2,6 +2,7 @@ package limit_test
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -114,6 +115,45 @@ func run(t *testing.T, a *limit.Auto, s service, rate func(time.Duration) float6
 		if now.Sub(start) != el+limit.AutoWindow {
 			t.Fatalf("fake time drifted: %v after %v", now.Sub(start), el)
 		}
+	}
+	return limits
+}
+
+// noise makes run's model look like a real, shared machine: each
+// request's RTT varies by up to Jitter either way, each window's by up to
+// WindowJitter (the machine's other load), and with probability Bursts a
+// window sees Runnable goroutines from a burst of work outside the
+// limit (a GC, the goroutines that read requests and write sheds).
+type noise struct {
+	Jitter, WindowJitter, Bursts float64
+	rng                          *rand.Rand
+}
+
+func newNoise(seed uint64) *noise {
+	return &noise{Jitter: 0.2, WindowJitter: 0.15, Bursts: 0.1, rng: rand.New(rand.NewPCG(seed, 1))}
+}
+
+func (n *noise) spread(x float64) float64 { return 1 + x*(2*n.rng.Float64()-1) }
+
+// runNoisy is run with n's noise on every window and sample.
+func runNoisy(t *testing.T, a *limit.Auto, s service, rate func(time.Duration) float64, d time.Duration, n *noise) []int {
+	t.Helper()
+	var limits []int
+	for el := time.Duration(0); el < d; el += limit.AutoWindow {
+		time.Sleep(limit.AutoWindow)
+		now := time.Now()
+		w, rtt := s.window(a.Limit(), rate(el))
+		rtt = time.Duration(float64(rtt) * n.spread(n.WindowJitter))
+		count := int(math.Min(rate(el), float64(w.Inflight)/rtt.Seconds()) * limit.AutoWindow.Seconds() * n.spread(0.1))
+		for range count {
+			a.Observe(limit.Sample{Now: now, RTT: time.Duration(float64(rtt) * n.spread(n.Jitter)), Inflight: w.Inflight})
+		}
+		if n.rng.Float64() < n.Bursts {
+			w.Runnable += 2 + 2*n.rng.Float64()
+			w.CPUBusy = math.Min(1, w.CPUBusy+0.3)
+		}
+		w.Now = now
+		limits = append(limits, a.Tick(w))
 	}
 	return limits
 }
@@ -267,6 +307,8 @@ func TestAutoRules(t *testing.T) {
 			limit.Window{CPUs: 2, MeanInflight: 50, PeakInflight: 50, Runnable: 49, CPUBusy: 1}, 2},
 		{"floor follows the CPUs", 3,
 			limit.Window{CPUs: 4, MeanInflight: 10, PeakInflight: 10, Runnable: 9, CPUBusy: 1}, 4},
+		{"runnable but the CPUs used by others: holds", 50,
+			limit.Window{CPUs: 2, MeanInflight: 40, PeakInflight: 50, Runnable: 30, CPUBusy: 0.2}, 50},
 		{"runnable within the slack: no cut", 10,
 			limit.Window{CPUs: 2, MeanInflight: 10, PeakInflight: 10, Runnable: 1, CPUBusy: 1}, 10},
 		{"binding and idle CPUs: fourfold at most", 10,
@@ -333,7 +375,8 @@ func TestAutoOptions(t *testing.T) {
 }
 
 // Saturation is the last window's oversubscription: NaN before any window,
-// 1 once runnable goroutines clearly exceed the slack, 0 when none wait.
+// 1 once runnable goroutines clearly exceed the slack, 0 when none wait,
+// scaled down while the process keeps less than half its CPUs busy.
 func TestAutoSaturation(t *testing.T) {
 	a := newAuto(t, limit.AutoOptions{})
 	if got := a.Saturation(); !math.IsNaN(got) {
@@ -341,10 +384,72 @@ func TestAutoSaturation(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		runnable, want float64
-	}{{30, 1}, {1, 0.5}, {0, 0}} {
-		a.Tick(limit.Window{CPUs: 2, MeanInflight: 10, PeakInflight: 10, Runnable: tc.runnable, CPUBusy: 1})
+		busy           float64
+	}{{30, 1, 1}, {1, 0.5, 1}, {0, 0, 1}, {30, 0.5, 0.25}, {30, 1, math.NaN()}} {
+		a.Tick(limit.Window{CPUs: 2, MeanInflight: 10, PeakInflight: 10, Runnable: tc.runnable, CPUBusy: tc.busy})
 		if got := a.Saturation(); got != tc.want {
 			t.Errorf("runnable %v: got saturation %v, want %v", tc.runnable, got, tc.want)
 		}
+	}
+}
+
+// The same services on a noisy machine: the limit still lands where the
+// quiet model puts it, the RTT bound near a downstream's cap and not
+// below it, and an I/O-bound service is not throttled.
+func TestAutoNoisy(t *testing.T) {
+	for seed := range uint64(5) {
+		t.Run("", func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				a := newAuto(t, limit.AutoOptions{Max: 100})
+				rate := 2 * capped.capacity()
+				limits := runNoisy(t, a, capped, constant(rate), 20*time.Second, newNoise(seed))
+				last := limits[len(limits)-50:]
+				lo, hi := slicesMinMax(last)
+				mean, served := 0.0, 0.0
+				for _, l := range last {
+					mean += float64(l) / float64(len(last))
+					served += goodput(capped, l, rate) / float64(len(last))
+				}
+				if served < 0.95 {
+					t.Errorf("capped, seed %d: modelled goodput %.2f over the last 5 s, want >= 0.95", seed, served)
+				}
+				t.Logf("capped, seed %d: limit mean %.0f in [%d, %d] over the last 5 s", seed, mean, lo, hi)
+				if mean < 32 || mean > 56 || lo < 20 || hi > 80 {
+					t.Errorf("capped, seed %d: limit mean %.0f in [%d, %d] over the last 5 s, want a mean in [32, 56] (all %v)", seed, mean, lo, hi, limits)
+				}
+			})
+			synctest.Test(t, func(t *testing.T) {
+				a := newAuto(t, limit.AutoOptions{})
+				limits := runNoisy(t, a, ioBound, constant(8000), 10*time.Second, newNoise(seed))
+				last := limits[len(limits)-50:]
+				// A burst may trim the limit for a window; it must not throttle.
+				lo, _ := slicesMinMax(last)
+				if g := goodput(ioBound, lo, 8000); g < 0.97 {
+					t.Errorf("I/O-bound, seed %d: limit fell to %d over the last 5 s, modelled goodput %.2f, want >= 0.97 (all %v)", seed, lo, g, limits)
+				}
+			})
+		})
+	}
+}
+
+// A downstream that gets twice as slow, for good, without a cap: the
+// concurrency needed doubles and the limit follows within 2 s, on a
+// noisy machine too; it does not hold the service to the old knee until
+// the records expire.
+func TestAutoSlowerService(t *testing.T) {
+	slower := ioBound
+	slower.wait = 2 * ioBound.wait
+	for seed := range uint64(3) {
+		synctest.Test(t, func(t *testing.T) {
+			a := newAuto(t, limit.AutoOptions{})
+			n := newNoise(seed)
+			runNoisy(t, a, ioBound, constant(4000), 5*time.Second, n) // 200 in flight
+			limits := runNoisy(t, a, slower, constant(4000), 5*time.Second, n)
+			after := limits[20:] // from 2 s after the change
+			lo, _ := slicesMinMax(after)
+			if g := goodput(slower, lo, 4000); g < 0.97 {
+				t.Errorf("seed %d: limit fell to %d from 2 s after the change, modelled goodput %.2f, want >= 0.97 (all %v)", seed, lo, g, limits)
+			}
+		})
 	}
 }

@@ -108,6 +108,10 @@ func ControllerOptions(cfg *config.Config, sig limit.Signal, log *slog.Logger) (
 		}
 		o.Limit = a
 		o.SampleWindow = min(o.SampleWindow, limit.AutoWindow)
+		// And its own signal, as admission.New's default: the CPUs
+		// oversubscribed by this process's work, which other processes'
+		// load (a scheduling latency of the whole machine) does not raise.
+		o.Signal = a
 	}
 	return o, nil
 }

@@ -67,6 +67,7 @@ func TestControllerOptionsAlgorithms(t *testing.T) {
 		{config.AlgorithmAIMD, func(l limit.Algorithm) bool { _, ok := l.(*limit.AIMD); return ok }},
 		{config.AlgorithmGradient, func(l limit.Algorithm) bool { _, ok := l.(*limit.Gradient); return ok }},
 		{config.AlgorithmFixed, func(l limit.Algorithm) bool { _, ok := l.(*limit.Fixed); return ok }},
+		{config.AlgorithmAuto, func(l limit.Algorithm) bool { _, ok := l.(*limit.Auto); return ok }},
 	} {
 		t.Run(tt.algorithm, func(t *testing.T) {
 			o, err := ControllerOptions(parse(t, "server: {backpressure: {algorithm: "+tt.algorithm+"}}"), sig, nil)
@@ -76,7 +77,11 @@ func TestControllerOptionsAlgorithms(t *testing.T) {
 			if !tt.check(o.Limit) {
 				t.Errorf("got limit %T for %s", o.Limit, tt.algorithm)
 			}
-			if o.Signal == nil {
+			switch {
+			case tt.algorithm == config.AlgorithmAuto && any(o.Signal) != any(o.Limit):
+				// As admission.New's default: Auto's own oversubscription.
+				t.Errorf("auto: got signal %T, want the Auto limit itself", o.Signal)
+			case o.Signal == nil:
 				t.Error("library mode: got no saturation signal, want the one passed")
 			}
 		})
