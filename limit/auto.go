@@ -83,13 +83,13 @@ const (
 //	  otherwise:                               C holds
 //	Delivery bound D, while the limit binds (rtt: the window's mean RTT):
 //	  rtt > Tolerance x minRTT, L > BDP:       D = min(D, BDP)
-//	  rtt <= (1 + (Tolerance-1)/4) x minRTT:   D = max(D, 2L)
-//	  otherwise, rtt within the tolerance:     D = max(D, L + sqrt(L))
+//	  rtt within the tolerance:                D = max(D, L + sqrt(L))
 //	L = max(floor, min(C, D))
 //
 // where slack = max(1, CPUs/4), the limit binds when the window's peak
-// in-flight count reached L or requests waited, and BDP is the best
-// completion rate times the lowest RTT over the last 10 s.
+// in-flight count reached L or requests waited, BDP is the best
+// completion rate times the lowest RTT over the last 10 s, and D starts
+// at Max and holds while R > slack.
 //
 // Why. A Go service whose handlers burn CPU does not slow down gracefully
 // when more of them run than there are Ps: the scheduler time-slices them,
@@ -210,7 +210,7 @@ func (a *Auto) Tick(w Window) int {
 	}
 	a.sat.Store(math.Float64bits(sat))
 	binding := max(w.PeakInflight, w.Inflight) >= l || w.Queued > 0
-	g := a.rtt.tick(w.Now, l, binding)
+	g := a.rtt.tick(w.Now, l, binding, w.Runnable > slack)
 	c := a.cpu
 	switch {
 	case w.Runnable > slack && !(w.CPUBusy < autoOwnShare): // NaN compares false: unknown is not oversubscribed

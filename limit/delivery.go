@@ -13,11 +13,8 @@ const (
 	// RTT are remembered for: 10 s at AutoWindow. A service that got
 	// slower for good is re-learnt within it.
 	deliveryHistory = 100
-	// deliverySpan is how many consecutive windows one estimate averages:
-	// 500 ms at AutoWindow, so that one noisy window is not a record.
-	deliverySpan = 5
-	// deliveryMinSamples is the fewest completions a window (for the RTT
-	// now) or a span (for the records) needs to count.
+	// deliveryMinSamples is the fewest completions a window needs to
+	// count.
 	deliveryMinSamples = 10
 )
 
@@ -34,26 +31,28 @@ const (
 //
 //	rtt > Tolerance x minRTT, L > BDP:      B = min(B, BDP)   (queueing: cut to the knee)
 //	rtt > Tolerance x minRTT, L <= BDP:     forget the records (the service got slower)
-//	rtt <= (1 + (Tolerance-1)/4) x minRTT:  B = max(B, 2L)
-//	otherwise:                               B = max(B, L + sqrt(L))
+//	otherwise (rtt within the tolerance):   B = max(B, L + sqrt(L)), or 2L from a forget to the next cut
 //
 // with BDP = ceil(maxRate x minRTT) and rtt the window's mean RTT. A cut
 // goes to the knee itself, not above it: there nothing waits, so the
 // windows after a cut see the no-load RTT again and keep minRTT true as
 // the history rolls on (a cut to above the knee would record a loaded RTT
 // as the lowest and ratchet the bound up every history length, the defect
-// of Gradient2's drifting long-run RTT); additive growth then walks the
-// bound up to the tolerance and the cycle repeats, the limit averaging
-// about (1 + Tolerance)/2 times the knee. The bound never falls below the
+// of Gradient2's drifting long-run RTT); growth by sqrt(L) a window (never
+// doubling, which would overshoot the knee twofold after every cut) then
+// walks the bound up to the tolerance and the cycle repeats, the limit
+// averaging about (1 + Tolerance)/2 times the knee. B starts at Max, so
+// nothing bounds a service that never showed a knee. The bound never falls below the
 // concurrency that delivered the best rate, so a cut loses no throughput
 // and noise in the RTT costs little. An RTT high at or below the knee is
 // not queueing but a slower service: the records are dropped and learnt
-// again within deliverySpan windows, so the bound follows a capacity
-// change instead of throttling the slower service for a history length.
-// The rate record is taken over spans of deliverySpan windows, so that
-// one lucky window does not set it; the RTT record is a single window's
-// (the windows at low concurrency, at a start or right after a cut, are
-// few). Until a window has enough completions, B is Max and holds.
+// again from the next windows, and the bound doubles while the RTT stays
+// within the tolerance until the next cut, so it follows a capacity change
+// within a second or two instead of throttling the slower service for a
+// history length. While
+// goroutines wait for the CPUs the bound holds: the RTT then grows with
+// the CPUs' queue, which the CPU rule reads better. Until a window has
+// enough completions, B is Max and holds.
 //
 // Observe is two atomic adds; tick runs under Auto's mutex.
 type deliveryBound struct {
@@ -61,6 +60,7 @@ type deliveryBound struct {
 	sumNs atomic.Int64 // their RTTs, in nanoseconds
 
 	bound     float64
+	relearn   bool // since the records were dropped, and until a cut
 	tolerance float64
 	max       float64
 	last      time.Time
@@ -91,8 +91,10 @@ func (d *deliveryBound) observe(s Sample) {
 }
 
 // tick closes the window ending at now, in which the limit l was binding
-// or not, and returns the bound.
-func (d *deliveryBound) tick(now time.Time, l int, binding bool) int {
+// or not, and returns the bound. While goroutines wait for the CPUs
+// (cpuWait), RTTs grow with the CPU's queue, not a downstream's, and the
+// bound holds: the CPU rule is the one to act.
+func (d *deliveryBound) tick(now time.Time, l int, binding, cpuWait bool) int {
 	w := deliveryWindow{n: d.n.Swap(0), sumNs: d.sumNs.Swap(0), dur: AutoWindow}
 	if !d.last.IsZero() && now.After(d.last) {
 		w.dur = now.Sub(d.last)
@@ -103,7 +105,7 @@ func (d *deliveryBound) tick(now time.Time, l int, binding bool) int {
 	d.filled = min(d.filled+1, deliveryHistory)
 
 	maxRate, minRTT := d.records()
-	if !binding || w.n < deliveryMinSamples || minRTT == 0 || maxRate == 0 {
+	if !binding || cpuWait || w.n < deliveryMinSamples || minRTT == 0 || maxRate == 0 {
 		return d.limit()
 	}
 	rtt := float64(w.sumNs) / float64(w.n)
@@ -114,9 +116,11 @@ func (d *deliveryBound) tick(now time.Time, l int, binding bool) int {
 		// got slower (a slower downstream, a loaded machine). The records
 		// describe the service it was; learn anew from this window.
 		d.forget()
+		d.relearn = true
 	case rtt > d.tolerance*minRTT:
 		d.bound = math.Min(d.bound, bdp)
-	case rtt <= (1+(d.tolerance-1)/4)*minRTT:
+		d.relearn = false
+	case d.relearn:
 		d.bound = math.Max(d.bound, 2*L)
 	default:
 		d.bound = math.Max(d.bound, L+math.Max(1, math.Sqrt(L)))
@@ -130,31 +134,22 @@ func (d *deliveryBound) forget() { d.filled = 1 }
 
 func (d *deliveryBound) limit() int { return int(d.bound) }
 
-// records returns the best delivery rate (per second), over spans of
-// deliverySpan windows, and the lowest mean RTT (nanoseconds) of a window,
-// over the history; 0 for what no span or window has enough completions
-// for. The RTT is a window's: the windows at a low concurrency are few
-// (a start, a cut to the knee) and must count.
+// records returns the best delivery rate (per second) and the lowest mean
+// RTT (nanoseconds) of a window in the history; 0 while no window had
+// enough completions. Both are single windows': the windows at a low
+// concurrency (a start, right after a cut) are few and must count, and
+// the rate record must not lag a limit that is growing (a lagging record
+// under-states the knee and throttles). One window's noise biases both
+// records towards a higher knee, never a lower one.
 func (d *deliveryBound) records() (maxRate, minRTT float64) {
-	var n int64
-	var dur time.Duration
-	at := func(i int) deliveryWindow { // i-th oldest window in hist
-		return d.hist[(d.next-d.filled+i+deliveryHistory)%deliveryHistory]
-	}
 	for i := range d.filled {
-		w := at(i)
-		if w.n >= deliveryMinSamples {
-			if rtt := float64(w.sumNs) / float64(w.n); minRTT == 0 || rtt < minRTT {
-				minRTT = rtt
-			}
+		w := d.hist[(d.next-d.filled+i+deliveryHistory)%deliveryHistory]
+		if w.n < deliveryMinSamples || w.dur <= 0 {
+			continue
 		}
-		n, dur = n+w.n, dur+w.dur
-		if i >= deliverySpan {
-			old := at(i - deliverySpan)
-			n, dur = n-old.n, dur-old.dur
-		}
-		if i >= deliverySpan-1 && n >= deliveryMinSamples && dur > 0 {
-			maxRate = math.Max(maxRate, float64(n)/dur.Seconds())
+		maxRate = math.Max(maxRate, float64(w.n)/w.dur.Seconds())
+		if rtt := float64(w.sumNs) / float64(w.n); minRTT == 0 || rtt < minRTT {
+			minRTT = rtt
 		}
 	}
 	return maxRate, minRTT

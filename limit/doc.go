@@ -51,8 +51,7 @@
 // nothing waits: the windows after a cut see the no-load RTT again, so
 // the record stays true as it rolls (no drift up with the loaded RTT, the
 // defect of Gradient2's long-run average); D then grows by sqrt(D) a
-// window while the RTT stays within the tolerance, and doubles while it
-// is near the lowest. A cut never costs throughput (it keeps the
+// window while the RTT stays within the tolerance. A cut never costs throughput (it keeps the
 // concurrency that delivered the best rate); an RTT high at or below the
 // knee is a slower service, not a queue, and D learns it anew instead of
 // throttling it. Against a downstream that serves 32 at once the limit
