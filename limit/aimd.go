@@ -1,6 +1,7 @@
 package limit
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -26,24 +27,26 @@ type AIMDOptions struct {
 	MaxSaturation float64
 }
 
-// Validate reports the first invalid field: a negative number, Min above
-// Max, or MaxSaturation outside [0, 1] (0 meaning the default).
+// Validate reports every invalid field, one error each (errors.Join):
+// a negative number, Min above Max, or MaxSaturation outside [0, 1] (0 meaning the default).
 func (o AIMDOptions) Validate() error {
-	switch {
-	case o.Initial < 0:
-		return fmt.Errorf("limit: AIMD Initial %d is negative", o.Initial)
-	case o.Min < 0:
-		return fmt.Errorf("limit: AIMD Min %d is negative", o.Min)
-	case o.Max < 0:
-		return fmt.Errorf("limit: AIMD Max %d is negative", o.Max)
-	case !(o.MaxSaturation >= 0 && o.MaxSaturation <= 1): // also rejects NaN
-		return fmt.Errorf("limit: AIMD MaxSaturation %v is outside [0, 1]", o.MaxSaturation)
+	var errs []error
+	if o.Initial < 0 {
+		errs = append(errs, fmt.Errorf("limit: AIMD Initial %d is negative", o.Initial))
 	}
-	d := o.withDefaults()
-	if d.Min > d.Max {
-		return fmt.Errorf("limit: AIMD Min %d is above Max %d", d.Min, d.Max)
+	if o.Min < 0 {
+		errs = append(errs, fmt.Errorf("limit: AIMD Min %d is negative", o.Min))
 	}
-	return nil
+	if o.Max < 0 {
+		errs = append(errs, fmt.Errorf("limit: AIMD Max %d is negative", o.Max))
+	}
+	if !(o.MaxSaturation >= 0 && o.MaxSaturation <= 1) {
+		errs = append(errs, fmt.Errorf("limit: AIMD MaxSaturation %v is outside [0, 1]", o.MaxSaturation))
+	}
+	if d := o.withDefaults(); d.Min > d.Max {
+		errs = append(errs, fmt.Errorf("limit: AIMD Min %d is above Max %d", d.Min, d.Max))
+	}
+	return errors.Join(errs...)
 }
 
 func (o AIMDOptions) withDefaults() AIMDOptions {

@@ -2,6 +2,7 @@ package limit
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -34,23 +35,28 @@ type AutoOptions struct {
 	Tolerance float64
 }
 
-// Validate reports the first invalid field.
+// Validate reports every invalid field, one error each (errors.Join).
 func (o AutoOptions) Validate() error {
-	switch {
-	case o.Initial < 0:
-		return fmt.Errorf("limit: Auto Initial %d is negative", o.Initial)
-	case o.Min < 0:
-		return fmt.Errorf("limit: Auto Min %d is negative", o.Min)
-	case o.Max < 0:
-		return fmt.Errorf("limit: Auto Max %d is negative", o.Max)
-	case o.Min > cmp.Or(o.Max, 1000):
-		return fmt.Errorf("limit: Auto Min %d is above Max %d", o.Min, cmp.Or(o.Max, 1000))
-	case !(o.CPUs >= 0) || math.IsInf(o.CPUs, 0):
-		return fmt.Errorf("limit: Auto CPUs %v is not a non-negative number", o.CPUs)
-	case !(o.Tolerance == 0 || o.Tolerance >= 1) || math.IsInf(o.Tolerance, 0):
-		return fmt.Errorf("limit: Auto Tolerance %v is below 1", o.Tolerance)
+	var errs []error
+	if o.Initial < 0 {
+		errs = append(errs, fmt.Errorf("limit: Auto Initial %d is negative", o.Initial))
 	}
-	return nil
+	if o.Min < 0 {
+		errs = append(errs, fmt.Errorf("limit: Auto Min %d is negative", o.Min))
+	}
+	if o.Max < 0 {
+		errs = append(errs, fmt.Errorf("limit: Auto Max %d is negative", o.Max))
+	}
+	if o.Max >= 0 && o.Min > cmp.Or(o.Max, 1000) {
+		errs = append(errs, fmt.Errorf("limit: Auto Min %d is above Max %d", o.Min, cmp.Or(o.Max, 1000)))
+	}
+	if !(o.CPUs >= 0) || math.IsInf(o.CPUs, 0) {
+		errs = append(errs, fmt.Errorf("limit: Auto CPUs %v is not a non-negative number", o.CPUs))
+	}
+	if !(o.Tolerance == 0 || o.Tolerance >= 1) || math.IsInf(o.Tolerance, 0) {
+		errs = append(errs, fmt.Errorf("limit: Auto Tolerance %v is below 1", o.Tolerance))
+	}
+	return errors.Join(errs...)
 }
 
 // Constants of the Auto rule; the type documentation explains them.
@@ -62,10 +68,10 @@ const (
 	// autoMaxGrowth bounds one window's growth: a cold start reaches
 	// 128 from 2 in 300 ms.
 	autoMaxGrowth = 4
-	// autoOwnShare is the CPU busy fraction below which runnable
-	// goroutines are put down to other processes holding the CPUs, not to
-	// this one oversubscribing them.
-	autoOwnShare = 0.5
+	// autoOwnShare is the share of the requests in flight that runnable
+	// goroutines must reach to be put down to the handlers
+	// oversubscribing the CPUs.
+	autoOwnShare = 0.25
 	// autoSlackShare is the share of the CPUs, in runnable goroutines,
 	// tolerated before the CPUs count as oversubscribed (at least one).
 	autoSlackShare = 0.25
@@ -77,8 +83,8 @@ const (
 // the two, never below the floor Min (the usable CPUs):
 //
 //	CPU rule, every window, with R = Runnable, M = MeanInflight, B = CPUBusy:
-//	  R > slack, B >= 0.5:                     C = max(floor, min(C, round(M - R)))
-//	  R > slack, B < 0.5 (others' CPU use):    C holds
+//	  R > slack, R >= M/4:                     C = max(floor, min(C, round(M - R)))
+//	  R > slack, R < M/4 (not the handlers):   C holds
 //	  limit binding, R <= slack, B < 0.9:      C = clamp(ceil(M x 0.9 / B), C+1, 4C)
 //	  otherwise:                               C holds
 //	Delivery bound D, while the limit binds (rtt: the window's mean RTT):
@@ -162,9 +168,9 @@ func NewAuto(o AutoOptions) (*Auto, error) {
 
 // Saturation reports how oversubscribed the CPUs were in the last window:
 // the mean runnable goroutines over twice the slack, capped at 1, so that
-// it reaches 1 when they clearly are, scaled down by B/0.5 while this
-// process keeps less than half its CPUs busy (the wait is then other
-// processes' doing); NaN before a window with a runnable count. An admission Controller with no Signal of its own uses it to shed
+// it reaches 1 when they clearly are, scaled down while they are fewer
+// than a quarter of the requests in flight (the wait is then not the
+// handlers' doing); NaN before a window with a runnable count. An admission Controller with no Signal of its own uses it to shed
 // at once, rather than queue, while the CPUs are oversubscribed.
 func (a *Auto) Saturation() float64 { return math.Float64frombits(a.sat.Load()) }
 
@@ -199,23 +205,32 @@ func (a *Auto) Tick(w Window) int {
 	l := int(a.limit.Load())
 
 	slack := max(1, autoSlackShare*a.cpus)
-	// Goroutines wait for a P either because this process's own work
-	// oversubscribes the CPUs, or because other processes hold them (a
-	// noisy neighbour, a shared VM's steal). Only the first is fixed by
-	// admitting less; the second shows as runnable goroutines while this
-	// process uses little of its CPUs, and the limit holds through it.
+	// Goroutines wait for a P because the admitted handlers oversubscribe
+	// the CPUs (then the waiting ones are a good share of those in flight:
+	// nearly all but CPUs of them, for CPU-bound handlers), or for reasons
+	// fewer admissions do not remove: an I/O-bound service's goroutines
+	// that read requests and wake from their waits, on a machine whose
+	// CPUs other processes hold (a noisy neighbour, a shared VM). Cutting
+	// to M - R there would cut again every window, down to the floor. So
+	// runnable goroutines count in proportion to their share of the
+	// requests in flight, fully from a quarter of them.
+	own := 1.0
+	if w.MeanInflight > 0 {
+		own = math.Min(1, w.Runnable/(autoOwnShare*w.MeanInflight))
+	}
 	sat := math.Min(1, w.Runnable/(2*slack))
-	if w.CPUBusy < autoOwnShare { // NaN compares false: unknown counts as ours
-		sat *= w.CPUBusy / autoOwnShare
+	if own < 1 { // NaN compares false
+		sat *= own
 	}
 	a.sat.Store(math.Float64bits(sat))
 	binding := max(w.PeakInflight, w.Inflight) >= l || w.Queued > 0
-	g := a.rtt.tick(w.Now, l, binding, w.Runnable > slack)
+	oversubscribed := w.Runnable > slack // NaN compares false: unknown is not oversubscribed
+	g := a.rtt.tick(w.Now, l, binding, oversubscribed)
 	c := a.cpu
 	switch {
-	case w.Runnable > slack && !(w.CPUBusy < autoOwnShare): // NaN compares false: unknown is not oversubscribed
+	case oversubscribed && !(own < 1):
 		c = min(c, int(math.Round(w.MeanInflight-w.Runnable)))
-	case w.Runnable > slack: // the CPUs are someone else's: hold
+	case oversubscribed: // not the handlers' doing: hold
 	case binding && c <= g && !(w.CPUBusy >= autoBusyTarget):
 		next := 2 * c
 		if w.CPUBusy > 0 && w.MeanInflight > 0 {

@@ -307,8 +307,8 @@ func TestAutoRules(t *testing.T) {
 			limit.Window{CPUs: 2, MeanInflight: 50, PeakInflight: 50, Runnable: 49, CPUBusy: 1}, 2},
 		{"floor follows the CPUs", 3,
 			limit.Window{CPUs: 4, MeanInflight: 10, PeakInflight: 10, Runnable: 9, CPUBusy: 1}, 4},
-		{"runnable but the CPUs used by others: holds", 50,
-			limit.Window{CPUs: 2, MeanInflight: 40, PeakInflight: 50, Runnable: 30, CPUBusy: 0.2}, 50},
+		{"runnable, but few of those in flight: holds", 100,
+			limit.Window{CPUs: 2, MeanInflight: 80, PeakInflight: 100, Runnable: 5, CPUBusy: 0.3}, 100},
 		{"runnable within the slack: no cut", 10,
 			limit.Window{CPUs: 2, MeanInflight: 10, PeakInflight: 10, Runnable: 1, CPUBusy: 1}, 10},
 		{"binding and idle CPUs: fourfold at most", 10,
@@ -376,7 +376,7 @@ func TestAutoOptions(t *testing.T) {
 
 // Saturation is the last window's oversubscription: NaN before any window,
 // 1 once runnable goroutines clearly exceed the slack, 0 when none wait,
-// scaled down while the process keeps less than half its CPUs busy.
+// scaled down while they are fewer than a quarter of the requests in flight.
 func TestAutoSaturation(t *testing.T) {
 	a := newAuto(t, limit.AutoOptions{})
 	if got := a.Saturation(); !math.IsNaN(got) {
@@ -384,9 +384,9 @@ func TestAutoSaturation(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		runnable, want float64
-		busy           float64
-	}{{30, 1, 1}, {1, 0.5, 1}, {0, 0, 1}, {30, 0.5, 0.25}, {30, 1, math.NaN()}} {
-		a.Tick(limit.Window{CPUs: 2, MeanInflight: 10, PeakInflight: 10, Runnable: tc.runnable, CPUBusy: tc.busy})
+		inflight       float64
+	}{{30, 1, 10}, {1, 0.5, 4}, {0, 0, 10}, {4, 0.4, 40}, {4, 1, 0}} {
+		a.Tick(limit.Window{CPUs: 2, MeanInflight: tc.inflight, PeakInflight: 10, Runnable: tc.runnable, CPUBusy: 1})
 		if got := a.Saturation(); got != tc.want {
 			t.Errorf("runnable %v: got saturation %v, want %v", tc.runnable, got, tc.want)
 		}

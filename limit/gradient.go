@@ -1,6 +1,7 @@
 package limit
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -33,28 +34,32 @@ type GradientOptions struct {
 	Smoothing float64
 }
 
-// Validate reports the first invalid field: a negative number, Min above
-// Max, Tolerance in (0, 1), or Smoothing above 1.
+// Validate reports every invalid field, one error each (errors.Join):
+// a negative number, Min above Max, Tolerance in (0, 1), or Smoothing above 1.
 func (o GradientOptions) Validate() error {
-	switch {
-	case o.Initial < 0:
-		return fmt.Errorf("limit: Gradient Initial %d is negative", o.Initial)
-	case o.Min < 0:
-		return fmt.Errorf("limit: Gradient Min %d is negative", o.Min)
-	case o.Max < 0:
-		return fmt.Errorf("limit: Gradient Max %d is negative", o.Max)
-	case o.MinSamples < 0:
-		return fmt.Errorf("limit: Gradient MinSamples %d is negative", o.MinSamples)
-	case !(o.Tolerance == 0 || o.Tolerance >= 1) || math.IsInf(o.Tolerance, 0): // also rejects NaN
-		return fmt.Errorf("limit: Gradient Tolerance %v is below 1", o.Tolerance)
-	case !(o.Smoothing >= 0 && o.Smoothing <= 1):
-		return fmt.Errorf("limit: Gradient Smoothing %v is outside (0, 1]", o.Smoothing)
+	var errs []error
+	if o.Initial < 0 {
+		errs = append(errs, fmt.Errorf("limit: Gradient Initial %d is negative", o.Initial))
 	}
-	d := o.withDefaults()
-	if d.Min > d.Max {
-		return fmt.Errorf("limit: Gradient Min %d is above Max %d", d.Min, d.Max)
+	if o.Min < 0 {
+		errs = append(errs, fmt.Errorf("limit: Gradient Min %d is negative", o.Min))
 	}
-	return nil
+	if o.Max < 0 {
+		errs = append(errs, fmt.Errorf("limit: Gradient Max %d is negative", o.Max))
+	}
+	if o.MinSamples < 0 {
+		errs = append(errs, fmt.Errorf("limit: Gradient MinSamples %d is negative", o.MinSamples))
+	}
+	if !(o.Tolerance == 0 || o.Tolerance >= 1) || math.IsInf(o.Tolerance, 0) {
+		errs = append(errs, fmt.Errorf("limit: Gradient Tolerance %v is below 1", o.Tolerance))
+	}
+	if !(o.Smoothing >= 0 && o.Smoothing <= 1) {
+		errs = append(errs, fmt.Errorf("limit: Gradient Smoothing %v is outside (0, 1]", o.Smoothing))
+	}
+	if d := o.withDefaults(); d.Min > d.Max {
+		errs = append(errs, fmt.Errorf("limit: Gradient Min %d is above Max %d", d.Min, d.Max))
+	}
+	return errors.Join(errs...)
 }
 
 func (o GradientOptions) withDefaults() GradientOptions {

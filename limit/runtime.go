@@ -38,16 +38,17 @@ type RuntimeOptions struct {
 	Logger *slog.Logger
 }
 
-// Validate reports the first invalid field: a negative SchedLatency, or
-// CPUs negative or not finite.
+// Validate reports every invalid field, one error each (errors.Join):
+// a negative SchedLatency, or CPUs negative or not finite.
 func (o RuntimeOptions) Validate() error {
-	switch {
-	case o.SchedLatency < 0:
-		return fmt.Errorf("limit: Runtime SchedLatency %v is negative", o.SchedLatency)
-	case !(o.CPUs >= 0) || math.IsInf(o.CPUs, 0):
-		return fmt.Errorf("limit: Runtime CPUs %v is not a non-negative number", o.CPUs)
+	var errs []error
+	if o.SchedLatency < 0 {
+		errs = append(errs, fmt.Errorf("limit: Runtime SchedLatency %v is negative", o.SchedLatency))
 	}
-	return nil
+	if !(o.CPUs >= 0) || math.IsInf(o.CPUs, 0) {
+		errs = append(errs, fmt.Errorf("limit: Runtime CPUs %v is not a non-negative number", o.CPUs))
+	}
+	return errors.Join(errs...)
 }
 
 func (o RuntimeOptions) withDefaults() RuntimeOptions {
