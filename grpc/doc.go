@@ -33,9 +33,9 @@
 // believed only from TrustedPeers, as admission.Classifier believes the
 // Sluice-* headers: otherwise any caller could raise its own priority or
 // borrow another tenant's share. The handler's context carries the
-// deadline, the Request (RequestFromContext) and the priority for
-// outbound calls (client.WithPriority), so that both the client package's
-// Transport and ClientInterceptor forward it.
+// deadline and the Request (admission.NewContext, read back with
+// admission.FromContext or RequestFromContext), so that both the client
+// package's Transport and ClientInterceptor forward its priority.
 //
 // Health checks (grpc.health.v1.Health) bypass admission by default, as
 // the server package answers HTTP probes before everything: a probe that

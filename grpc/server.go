@@ -11,7 +11,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/sluicehq/sluice/admission"
-	"github.com/sluicehq/sluice/client"
 )
 
 // healthService is the standard health-checking service's prefix: it
@@ -145,8 +144,7 @@ func finish(p admission.Permit, completed bool) {
 // returned.
 func (g *gate) admit(ctx context.Context, fullMethod string) (_ context.Context, cancel context.CancelFunc, _ admission.Permit, _ admission.Reason, _ error) {
 	req := g.classify(ctx, fullMethod)
-	ctx = context.WithValue(ctx, requestKey{}, req)
-	ctx = client.WithPriority(ctx, req.Priority)
+	ctx = admission.NewContext(ctx, req)
 	cancel = func() {}
 	p, err := g.c.Acquire(ctx, req)
 	if err != nil {
@@ -178,11 +176,8 @@ type serverStream struct {
 
 func (s *serverStream) Context() context.Context { return s.ctx }
 
-type requestKey struct{}
-
 // RequestFromContext returns the admission Request of the call whose
-// handler context is ctx, as ServerInterceptor classified it.
+// handler runs with ctx: admission.FromContext, under this package's name.
 func RequestFromContext(ctx context.Context) (admission.Request, bool) {
-	r, ok := ctx.Value(requestKey{}).(admission.Request)
-	return r, ok
+	return admission.FromContext(ctx)
 }
