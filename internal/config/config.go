@@ -58,6 +58,8 @@ type Config struct {
 	// Routes classify requests; the first whose Match matches wins. A
 	// request no route matches is critical, of cost 1, with proxy.timeout.
 	Routes []Route `yaml:"routes"`
+	// Compression compresses responses (gzip, brotli) at the front.
+	Compression Compression `yaml:"compression"`
 }
 
 // FrontMode reports whether c fronts workers or upstreams. Otherwise sluice
@@ -501,7 +503,8 @@ func Default() *Config {
 			PriorityMinShare: 0.05,
 			CoDel:            CoDel{Enabled: true, Target: 5 * time.Millisecond, Interval: 100 * time.Millisecond},
 		},
-		Tenants: Tenants{MaxTracked: 10000},
+		Tenants:     Tenants{MaxTracked: 10000},
+		Compression: defaultCompression(),
 	}
 }
 

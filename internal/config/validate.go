@@ -102,6 +102,7 @@ func (v *validator) config(c *Config) {
 	for i := range c.Routes {
 		v.route(fmt.Sprintf("routes[%d]", i), &c.Routes[i])
 	}
+	v.compression(&c.Compression)
 	v.sweep("", reflect.ValueOf(c).Elem())
 	v.effects(c)
 	v.safety(c)
