@@ -120,9 +120,13 @@ func newTransport(cfg Config) *http.Transport {
 		}
 	}
 	return &http.Transport{
-		Proxy:               nil, // load goes straight to the target
-		DialContext:         d.DialContext,
-		DisableKeepAlives:   cfg.DisableKeepAlives,
+		Proxy:             nil, // load goes straight to the target
+		DialContext:       d.DialContext,
+		DisableKeepAlives: cfg.DisableKeepAlives,
+		// No implicit Accept-Encoding: gzip. Fronts are compared on the same
+		// bytes (sluice compresses by default, an nginx of the bench does
+		// not); -H "Accept-Encoding: gzip" asks for compression explicitly.
+		DisableCompression:  true,
 		MaxIdleConns:        cfg.MaxOutstanding,
 		MaxIdleConnsPerHost: cfg.MaxOutstanding,
 		IdleConnTimeout:     90 * time.Second,

@@ -5,6 +5,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -105,6 +106,24 @@ func TestLoopbackOnlyDialer(t *testing.T) {
 		if !errors.Is(err, ErrNotLoopback) {
 			t.Errorf("dial %s: error %v, want ErrNotLoopback", addr, err)
 		}
+	}
+}
+
+// The load asks for identity responses unless told otherwise, so that a
+// front that compresses and one that does not send the same bytes.
+func TestNoImplicitCompression(t *testing.T) {
+	got := make(chan string, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Get("Accept-Encoding")
+	}))
+	defer srv.Close()
+	resp, err := (&http.Client{Transport: newTransport(Config{Timeout: time.Second})}).Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if ae := <-got; ae != "" {
+		t.Errorf("request carried Accept-Encoding %q, want none", ae)
 	}
 }
 
