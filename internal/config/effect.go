@@ -108,6 +108,12 @@ func (v *validator) effects(c *Config) {
 		v.warnf(c, "overload.codel.interval", why)
 		v.warnf(c, "overload.adaptiveLifo", why+": the newest is served first only while CoDel finds a standing queue")
 	}
+	if !c.Compression.Enabled {
+		const why = "has no effect with compression.enabled false"
+		for _, k := range []string{"minLength", "types", "encodings", "gzipLevel", "brotliLevel"} {
+			v.warnf(c, "compression."+k, why)
+		}
+	}
 	if w := c.Workers; w != nil && w.WarmupRequests == 0 && w.WarmupPath != "" {
 		v.warnf(c, "workers.warmupPath", "has no effect with warmupRequests 0: no warm-up request is sent")
 	}

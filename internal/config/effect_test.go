@@ -129,6 +129,12 @@ func TestWarnings(t *testing.T) {
 			msg:  "with overload.codel.enabled false",
 		},
 		{
+			name: "compression off",
+			src:  "compression:\n  enabled: false\n  gzipLevel: 9\n  encodings: [gzip]\n",
+			want: []string{"3 compression.gzipLevel", "4 compression.encodings"},
+			msg:  "with compression.enabled false",
+		},
+		{
 			name: "a warm-up path with no warm-up",
 			src:  "workers:\n  command: w\n  warmupPath: /home\n",
 			want: []string{"3 workers.warmupPath"},
