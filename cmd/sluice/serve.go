@@ -43,7 +43,12 @@ lists them) are logged as warnings at start.
 
 The first SIGTERM or SIGINT drains (readiness 503, drainDelay, stop
 accepting, in-flight requests finish, workers stop); a second cuts at once.
-SIGHUP restarts the workers one at a time.
+SIGHUP reloads the config file, as nginx does: an invalid file changes
+nothing (each error is logged with its file:line); a valid one is applied
+where it can be while serving (keys that need a restart are logged and
+keep their running value), then the workers are restarted one at a time.
+POST /config/reload on the admin listener reloads without the restart
+unless the workers' command, env or dir changed.
 
 flags:
 `
@@ -77,6 +82,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "sluice serve:", err)
 		return 1
 	}
+	s.enableReload(*cfgPath, config.Overrides{Command: fs.Args()})
 	drainCtx, stopSignals := server.Signals(context.WithoutCancel(ctx), s.srv.Cut)
 	defer stopSignals()
 	hup := make(chan os.Signal, 1)
@@ -141,6 +147,8 @@ type service struct {
 	px   *proxy.Proxy           // nil in library mode
 	sat  *limit.Runtime         // nil in front mode
 	adm  *adminServer           // nil when the admin listener is off
+	live live                   // what a reload changes while serving
+	rl   *reloader              // nil when reload is not enabled
 }
 
 // newService builds the components. also, when set, is told of every
@@ -164,6 +172,7 @@ func newService(cfg *config.Config, source string, log *slog.Logger, workerOut i
 	if err != nil {
 		return nil, err
 	}
+	s.live.controllerOptions(cfg, &copts)
 	if s.ctrl, err = admission.New(copts); err != nil {
 		return nil, err
 	}
@@ -171,6 +180,7 @@ func newService(cfg *config.Config, source string, log *slog.Logger, workerOut i
 	if err != nil {
 		return nil, err
 	}
+	s.live.cls.Store(cls)
 	var handler http.Handler
 	ready := func() bool { return true }
 	switch {
@@ -179,6 +189,7 @@ func newService(cfg *config.Config, source string, log *slog.Logger, workerOut i
 		if err != nil {
 			return nil, err
 		}
+		s.live.proxyOptions(&popts)
 		if cfg.Workers != nil {
 			// A hung worker is taken out of rotation by the proxy and
 			// killed here (s.sup is set below, before any request); its
@@ -201,6 +212,7 @@ func newService(cfg *config.Config, source string, log *slog.Logger, workerOut i
 			if s.sup, err = supervisor.New(bal, so); err != nil {
 				return nil, err
 			}
+			s.live.workers = s.sup
 			s.pool = s.sup
 		} else {
 			if s.up, err = supervisor.NewStatic(bal, staticOptions(cfg.Upstreams, log)); err != nil {
@@ -210,17 +222,20 @@ func newService(cfg *config.Config, source string, log *slog.Logger, workerOut i
 		}
 		ready = func() bool { return s.pool.Ready() && s.px.Ready() }
 	default:
-		handler = s.demoHandler(cls)
+		handler = s.demoHandler()
 	}
-	if cfg.Server.AccessLog {
-		handler = accessLog(handler, log)
+	// Compression and the access log, around the proxy, change on reload.
+	if handler, err = s.live.front(cfg, handler, log); err != nil {
+		return nil, err
 	}
 	sc := cfg.Server
+	certs, err := s.live.tlsCerts(cfg, base, log)
+	if err != nil {
+		return nil, err
+	}
 	s.srv = &server.Server{
 		Addr:             sc.Listen,
 		Handler:          handler,
-		CertFile:         resolve(base, sc.TLS.CertFile),
-		KeyFile:          resolve(base, sc.TLS.KeyFile),
 		H2C:              sc.H2C,
 		KeepAliveTimeout: orNone(sc.KeepAliveTimeout),
 		HeadersTimeout:   orNone(sc.HeadersTimeout),
@@ -238,6 +253,10 @@ func newService(cfg *config.Config, source string, log *slog.Logger, workerOut i
 		// waiting when it is cut are shed with reason shutdown.
 		OnCut: s.ctrl.Close,
 	}
+	if certs != nil {
+		// The pair is read again when its files change, and on reload.
+		s.srv.TLSConfig = certs.TLSConfig()
+	}
 	if cfg.Admin.Enabled() {
 		s.adm = newAdminServer(s)
 	}
@@ -254,19 +273,20 @@ func orNone(d time.Duration) time.Duration {
 
 // demoHandler is library mode: the embedded demo app behind the admission
 // middleware, as a Go service would wrap its own handler.
-func (s *service) demoHandler(cls *admission.Classifier) http.Handler {
+func (s *service) demoHandler() http.Handler {
 	app := &demo.App{Work: demo.Calibrate(50 * time.Millisecond), Name: "sluice (embedded demo app)"}
 	mux := http.NewServeMux()
 	if p := s.cfg.Proxy.PingPath; p != "" {
 		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "pong\n") })
 	}
-	mux.Handle("/", (&admission.Middleware{Controller: s.ctrl, Classify: cls.Classify}).Wrap(app))
+	mux.Handle("/", (&admission.Middleware{Controller: s.ctrl, Classify: s.live.classify}).Wrap(app))
 	return mux
 }
 
 // run serves until drainCtx is done, drains (or is cut), then stops the
 // workers and the rest, and returns the exit code: 0 for a complete drain.
-// Each value on restart asks for a rolling restart of the workers.
+// Each value on restart is a SIGHUP: a reload of the config and a rolling
+// restart of the workers.
 func (s *service) run(drainCtx context.Context, restart <-chan os.Signal) int {
 	bg, stopBG := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -288,18 +308,16 @@ func (s *service) run(drainCtx context.Context, restart <-chan os.Signal) int {
 	if s.pool != nil {
 		go func() { poolDone <- s.pool.Run(bg) }()
 	}
-	if s.sup != nil {
-		wg.Go(func() {
-			for {
-				select {
-				case <-bg.Done():
-					return
-				case <-restart:
-					s.rollingRestart(bg)
-				}
+	wg.Go(func() {
+		for {
+			select {
+			case <-bg.Done():
+				return
+			case <-restart:
+				s.hup(bg)
 			}
-		})
-	}
+		}
+	})
 	err := s.srv.Run(drainCtx)
 	code := 0
 	switch {

@@ -54,6 +54,8 @@ type startRecord struct {
 	id, slot int
 	at       time.Time
 	env      []string
+	args     []string
+	dir      string
 }
 
 func newFakeEnv(rec *recorder) *fakeEnv {
@@ -85,7 +87,7 @@ func (f *fakeEnv) start(spec procSpec) (process, error) {
 	}
 	p := &fakeProc{rec: f.rec, id: id, exit: make(chan error, 1), ignoreTerm: f.ignoreTerm}
 	f.procs[id] = p
-	f.starts = append(f.starts, startRecord{id: id, slot: slot, at: time.Now(), env: spec.Env})
+	f.starts = append(f.starts, startRecord{id: id, slot: slot, at: time.Now(), env: spec.Env, args: spec.Args, dir: spec.Dir})
 	f.rec.add("start %d", id)
 	return p, nil
 }

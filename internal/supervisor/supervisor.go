@@ -143,8 +143,9 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		s.wg.Add(1)
 		go s.live(w)
 	}
+	command := s.opts.Command
 	s.mu.Unlock()
-	s.log.Info("supervisor started", "workers", s.opts.Count, "command", s.opts.Command, "mode", s.opts.AddressMode)
+	s.log.Info("supervisor started", "workers", s.opts.Count, "command", command, "mode", s.opts.AddressMode)
 
 	select {
 	case <-ctx.Done():

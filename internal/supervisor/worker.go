@@ -160,16 +160,17 @@ func (s *Supervisor) prepare(w *worker) (procSpec, error) {
 	}
 	s.mu.Lock()
 	w.ep = ep
+	command, cmdEnv, dir := s.opts.Command, s.opts.Env, s.opts.Dir // SetCommand replaces, never mutates, them
 	s.mu.Unlock()
-	env := append(os.Environ(), s.opts.Env...)
+	env := append(os.Environ(), cmdEnv...)
 	env = append(env, addrVar,
 		"SLUICE_WORKER_ID="+strconv.Itoa(w.id),
 		"SLUICE_WORKER_SLOT="+strconv.Itoa(w.slot))
 	return procSpec{
-		Path:     s.opts.Command[0],
-		Args:     s.opts.Command,
+		Path:     command[0],
+		Args:     command,
 		Env:      env,
-		Dir:      s.opts.Dir,
+		Dir:      dir,
 		Stdout:   s.out.stream(w.id, "stdout"),
 		Stderr:   s.out.stream(w.id, "stderr"),
 		Guard:    s.opts.Guard,
