@@ -213,6 +213,60 @@ proxy: {timeout: 60s}
 	}
 }
 
+// TestSecondSignalCutsEverything: the operator's second SIGTERM ends the
+// process now, whatever the budgets: the hanging request is cut and the
+// worker that ignores SIGTERM is killed without waiting out stopTimeout.
+func TestSecondSignalCutsEverything(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts sluice and a worker")
+	}
+	r := start(t, `
+server: {listen: {{listen}}, drainDelay: 100ms, shutdownTimeout: 30s}
+admin: {listen: {{admin}}, pprof: false}
+workers:
+  command: [{{worker}}]
+  count: 1
+  concurrency: 1
+  readyPath: /healthz
+  slowStart: 0s
+  stopTimeout: 30s
+proxy: {timeout: 60s}
+`)
+	hung := make(chan int, 1)
+	go func() { code, _ := get("http://" + r.addr + "/hang"); hung <- code }()
+	r.poll(t, "the request in flight at the worker", func() bool { return r.inflight() == 1 })
+
+	t0 := time.Now()
+	if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	// The first signal is draining (readiness says so) before the second.
+	r.poll(t, "readiness 503 while draining", func() bool {
+		code, _ := get("http://" + r.addr + "/__sluice/ready")
+		return code == http.StatusServiceUnavailable || code == 0
+	})
+	if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	// Well under either 30 s budget: the cut, the kill and the admin
+	// listener's 2 s close.
+	const within = 6 * time.Second
+	select {
+	case <-r.done:
+	case <-time.After(within):
+		t.Fatalf("sluice still running %v after the second SIGTERM: the workers' stopTimeout was waited out", within)
+	}
+	t.Logf("exit %v after the first SIGTERM", time.Since(t0))
+	if code := r.cmd.ProcessState.ExitCode(); code != 1 {
+		t.Errorf("exit code: got %d, want 1 (a drain cut short)", code)
+	}
+	select {
+	case <-hung:
+	case <-time.After(bound):
+		t.Error("the hanging request's connection was never closed")
+	}
+}
+
 // inflight is the admission controller's requests in flight, from the
 // admin /stats; -1 when it cannot be read.
 func (r *running) inflight() int {

@@ -42,7 +42,8 @@ too is an error. Keys of the file that have no effect (sluice validate
 lists them) are logged as warnings at start.
 
 The first SIGTERM or SIGINT drains (readiness 503, drainDelay, stop
-accepting, in-flight requests finish, workers stop); a second cuts at once.
+accepting, in-flight requests finish, workers stop); a second cuts at once
+(requests in flight are cut, workers are killed).
 SIGHUP reloads the config file, as nginx does: an invalid file changes
 nothing (each error is logged with its file:line); a valid one is applied
 where it can be while serving (keys that need a restart are logged and
@@ -83,7 +84,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 1
 	}
 	s.enableReload(*cfgPath, config.Overrides{Command: fs.Args()})
-	drainCtx, stopSignals := server.Signals(context.WithoutCancel(ctx), s.srv.Cut)
+	drainCtx, stopSignals := server.Signals(context.WithoutCancel(ctx), s.cut)
 	defer stopSignals()
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
@@ -149,6 +150,18 @@ type service struct {
 	adm  *adminServer           // nil when the admin listener is off
 	live live                   // what a reload changes while serving
 	rl   *reloader              // nil when reload is not enabled
+
+	// cutCtx is done at the second signal: the drain is cut and the
+	// workers are killed without waiting out their stop timeout.
+	cutCtx context.Context
+	cutAll context.CancelFunc
+}
+
+// cut is the second SIGTERM or SIGINT: the operator wants the process gone
+// now, so requests in flight are cut and the workers killed at once.
+func (s *service) cut() {
+	s.cutAll()
+	s.srv.Cut()
 }
 
 // newService builds the components. also, when set, is told of every
@@ -160,6 +173,7 @@ func newService(cfg *config.Config, source string, log *slog.Logger, workerOut i
 		base = filepath.Dir(source)
 	}
 	s := &service{cfg: cfg, log: log}
+	s.cutCtx, s.cutAll = context.WithCancel(context.Background())
 	var sig limit.Signal
 	if !wire.FrontMode(cfg) {
 		rt, err := limit.NewRuntime(limit.RuntimeOptions{Logger: log})
@@ -293,6 +307,7 @@ func (s *service) run(drainCtx context.Context, restart <-chan os.Signal) int {
 	defer func() {
 		stopBG()
 		wg.Wait()
+		s.cutAll() // releases cutCtx
 	}()
 	if s.sat != nil {
 		wg.Go(func() { s.sat.Run(bg, 100*time.Millisecond) })
@@ -331,12 +346,13 @@ func (s *service) run(drainCtx context.Context, restart <-chan os.Signal) int {
 	s.ctrl.Close()
 	if s.pool != nil {
 		// Every request has finished or been cut: the workers hold nothing
-		// more. They get StopTimeout each to exit.
+		// more. They get StopTimeout each to exit, unless a second signal
+		// asks for the end now.
 		stopIn := 5 * time.Second
 		if s.cfg.Workers != nil {
 			stopIn = s.cfg.Workers.StopTimeout + time.Second
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), stopIn)
+		ctx, cancel := context.WithTimeout(s.cutCtx, stopIn)
 		if err := s.pool.Shutdown(ctx); err != nil {
 			s.log.Error("stopping workers", "err", err)
 			code = 1
