@@ -2,7 +2,6 @@ package admission
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"math"
 	"sync"
@@ -166,9 +165,11 @@ type Controller struct {
 	// of time.Now, which reads the wall clock too (on a VM's kvm-clock,
 	// 35 ns against 190 ns measured).
 	epoch time.Time
-	// fastAdmitted counts the fast path's admissions, striped: one
-	// shared counter would be a second cache line every core fights for.
-	fastAdmitted stripedCounter
+	// fastAdmitted counts the fast path's admissions per priority class,
+	// striped: one shared counter would be a second cache line every core
+	// fights for. Per class, so that the queue-wait histograms count these
+	// zero waits without recording anything on the fast path.
+	fastAdmitted [numPriorities]stripedCounter
 	admitted     atomic.Uint64 // admissions after the slow path
 
 	alg           limit.Algorithm
@@ -191,6 +192,9 @@ type Controller struct {
 	// bits, ns): the expected service time that deadlines are judged by.
 	classLatency [numPriorities]atomic.Uint64
 
+	// lat are the queue-wait and service-time histograms (see Histograms).
+	lat latencies
+
 	// Lock order: mu, then nothing. The limit algorithm is never called
 	// with mu held.
 	mu     sync.Mutex
@@ -206,6 +210,9 @@ type Controller struct {
 // New returns a Controller and starts its sample-window loop. Call Close
 // when done with it.
 func New(o Options) (*Controller, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
 	if o.QueueSize == 0 {
 		o.QueueSize = 100
 	}
@@ -223,16 +230,6 @@ func New(o Options) (*Controller, error) {
 	}
 	if o.SampleWindow == 0 {
 		o.SampleWindow = defaultWindow(o.Limit)
-	}
-	switch {
-	case o.MaxSaturation < 0 || o.MaxSaturation > 1 || math.IsNaN(o.MaxSaturation):
-		return nil, errors.New("admission: MaxSaturation must be in (0, 1]")
-	case o.SmoothingFactor < 0 || o.SmoothingFactor > 1 || math.IsNaN(o.SmoothingFactor):
-		return nil, errors.New("admission: SmoothingFactor must be in (0, 1]")
-	case o.MinShare < 0 || o.MinShare >= 1 || math.IsNaN(o.MinShare):
-		return nil, errors.New("admission: MinShare must be in [0, 1)")
-	case o.MaxQueuedPerTenant < 0 || o.MaxTrackedTenants < 0 || o.CoDelTarget < 0 || o.CoDelInterval < 0:
-		return nil, errors.New("admission: MaxQueuedPerTenant, MaxTrackedTenants, CoDelTarget and CoDelInterval must not be negative")
 	}
 	c := &Controller{
 		epoch:         time.Now(),
@@ -327,6 +324,11 @@ func (p Permit) DoneSample(s limit.Sample) {
 	}
 	c.smooth(&c.latency, s.RTT)
 	c.smooth(&c.classLatency[p.class], s.RTT)
+	o := ServiceDone
+	if s.Dropped {
+		o = ServiceDropped
+	}
+	c.lat.service[p.class][o].record(s.RTT)
 	c.adopt(c.alg.Observe(s))
 }
 
@@ -368,6 +370,7 @@ func (c *Controller) since() time.Duration { return time.Since(c.epoch) }
 // slot granted to it at the same instant is handed on, not leaked.
 func (c *Controller) Acquire(ctx context.Context, req Request) (Permit, error) {
 	cost := req.cost()
+	ci := req.Priority.classIndex()
 	// One atomic add takes the slots optimistically (a load and a
 	// compare-and-swap would cost two cache-line transfers on a contended
 	// word, and retries). If they did not fit, or someone waits, the add is
@@ -377,17 +380,19 @@ func (c *Controller) Acquire(ctx context.Context, req Request) (Permit, error) {
 	// so that optimistic adds can never sum past the in-flight field.
 	if cost <= fastMaxCost {
 		if s := c.state.Add(uint64(cost)); s&slowBit == 0 && fitsAfter(s, cost) {
-			c.fastAdmitted.add()
+			c.fastAdmitted[ci].add()
 			c.seenFast(req.Tenant)
-			return Permit{c, cost, int8(req.Priority.classIndex()), c.since()}, nil
+			return Permit{c, cost, int8(ci), c.since()}, nil
 		}
 		c.release(cost)
 	} else if c.tryAdmitFast(cost) {
-		c.fastAdmitted.add()
+		c.fastAdmitted[ci].add()
 		c.seenFast(req.Tenant)
-		return Permit{c, cost, int8(req.Priority.classIndex()), c.since()}, nil
+		return Permit{c, cost, int8(ci), c.since()}, nil
 	}
-	return c.acquireSlow(ctx, req, cost)
+	p, wait, err := c.acquireSlow(ctx, req, cost)
+	c.lat.wait[ci][waitOutcome(err)].record(wait)
+	return p, err
 }
 
 // seenFast tells the queue that tenant was served without queueing, so
@@ -402,12 +407,14 @@ func (c *Controller) seenFast(tenant string) {
 // nobody waits.
 func (c *Controller) tryAdmitFast(cost int64) bool { return c.tryAdmit(cost, slowBit) }
 
-func (c *Controller) acquireSlow(ctx context.Context, req Request, cost int64) (Permit, error) {
+// acquireSlow is Acquire past the fast path: it also returns how long the
+// request waited in the queue (zero when it did not queue).
+func (c *Controller) acquireSlow(ctx context.Context, req Request, cost int64) (Permit, time.Duration, error) {
 	ci := req.Priority.classIndex()
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return Permit{}, c.shed(ReasonShutdown)
+		return Permit{}, 0, c.shed(ReasonShutdown)
 	}
 	if c.q == nil || c.q.len() == 0 {
 		if c.tryAdmitLocked(cost) {
@@ -416,20 +423,20 @@ func (c *Controller) acquireSlow(ctx context.Context, req Request, cost int64) (
 			}
 			c.mu.Unlock()
 			c.admitted.Add(1)
-			return Permit{c, cost, int8(ci), c.since()}, nil
+			return Permit{c, cost, int8(ci), c.since()}, 0, nil
 		}
 	}
 	if c.q == nil {
 		c.mu.Unlock()
-		return Permit{}, c.shed(ReasonLimit)
+		return Permit{}, 0, c.shed(ReasonLimit)
 	}
 	if c.saturated() {
 		c.mu.Unlock()
-		return Permit{}, c.shed(ReasonSaturated)
+		return Permit{}, 0, c.shed(ReasonSaturated)
 	}
 	if err := ctx.Err(); err != nil {
 		c.mu.Unlock()
-		return Permit{}, err
+		return Permit{}, 0, err
 	}
 	now := time.Now()
 	// How long waiting makes sense: the queue timeout, or less when the
@@ -439,7 +446,7 @@ func (c *Controller) acquireSlow(ctx context.Context, req Request, cost int64) (
 		left := req.Deadline.Sub(now) - c.expected(ci)
 		if left <= 0 {
 			c.mu.Unlock()
-			return Permit{}, c.shed(ReasonDeadline)
+			return Permit{}, 0, c.shed(ReasonDeadline)
 		}
 		if wait <= 0 || left < wait {
 			wait, waitReason = left, ReasonDeadline
@@ -449,7 +456,7 @@ func (c *Controller) acquireSlow(ctx context.Context, req Request, cost int64) (
 	victim, why, refused := c.q.push(w)
 	if refused != ReasonNone {
 		c.mu.Unlock()
-		return Permit{}, c.shed(refused)
+		return Permit{}, 0, c.shed(refused)
 	}
 	if victim != nil {
 		c.decideLocked(victim, c.shed(why))
@@ -460,6 +467,13 @@ func (c *Controller) acquireSlow(ctx context.Context, req Request, cost int64) (
 	c.dispatchLocked()
 	c.mu.Unlock()
 
+	p, err := c.await(ctx, w, wait, waitReason)
+	return p, time.Since(now), err
+}
+
+// await blocks until queued w is granted or shed, ctx is done, or wait (if
+// positive) passes, when w is shed with waitReason.
+func (c *Controller) await(ctx context.Context, w *waiter, wait time.Duration, waitReason Reason) (Permit, error) {
 	var timeout <-chan time.Time
 	if wait > 0 {
 		t := time.NewTimer(wait)
@@ -683,6 +697,14 @@ func (c *Controller) Close() {
 	c.wg.Wait()
 }
 
+func (c *Controller) fastAdmittedTotal() uint64 {
+	var n uint64
+	for i := range c.fastAdmitted {
+		n += c.fastAdmitted[i].load()
+	}
+	return n
+}
+
 // Stats returns a snapshot of the controller's state and counters.
 func (c *Controller) Stats() Stats {
 	s := c.state.Load()
@@ -691,7 +713,7 @@ func (c *Controller) Stats() Stats {
 		Inflight:          int(inflightOf(s)),
 		Saturation:        -1,
 		Latency:           time.Duration(math.Float64frombits(c.latency.Load())),
-		Admitted:          c.admitted.Load() + c.fastAdmitted.load(),
+		Admitted:          c.admitted.Load() + c.fastAdmittedTotal(),
 		AdmittedAfterWait: c.afterWait.Load(),
 		Cancelled:         c.cancelled.Load(),
 	}

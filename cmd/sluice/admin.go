@@ -12,14 +12,16 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/sluicehq/sluice/admission/promadmission"
 	"github.com/sluicehq/sluice/internal/admin"
 	"github.com/sluicehq/sluice/internal/proxy"
 	"github.com/sluicehq/sluice/internal/supervisor"
 )
 
 // adminServer is the admin listener: /metrics, /stats, the dashboard,
-// pprof, and POST /workers/restart for a rolling restart (refused to other
-// sites and to Host names not allowed: see admin.Guard).
+// pprof, POST /workers/restart for a rolling restart and POST
+// /config/reload (both refused to other sites and to Host names not
+// allowed: see admin.Guard).
 type adminServer struct {
 	s   *service
 	srv *http.Server
@@ -37,12 +39,31 @@ type stats struct {
 
 func newAdminServer(s *service) *adminServer {
 	reg := prometheus.NewRegistry()
+	// Every response of the main listener's handler is counted by status
+	// (the probes, answered by the server before it, are not): the
+	// outermost wrapper, so that sheds, 502s and 504s are seen as sent.
+	// It is installed here, before the server starts, because only the
+	// admin listener exports it.
+	responses := new(admin.Responses)
+	s.srv.Handler = responses.Wrap(s.srv.Handler)
 	reg.MustRegister(
-		admin.NewAdmissionCollector("sluice", s.ctrl.Stats),
+		promadmission.New(s.ctrl, promadmission.Options{}),
 		admin.NewConnCollector("sluice", s.srv.Conns),
+		responses.Collector("sluice"),
+		admin.NewBuildInfoCollector("sluice", version),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
+	if s.px != nil {
+		front := admin.FrontSources{Proxy: s.px.Stats}
+		if s.sup != nil {
+			front.Supervisor = s.sup.Stats
+		}
+		if s.up != nil {
+			front.Upstreams = s.up.Stats
+		}
+		reg.MustRegister(admin.NewFrontCollector("sluice", front))
+	}
 	title, _ := os.Hostname()
 	mux := http.NewServeMux()
 	mux.Handle("/", admin.Handler(admin.Options{
@@ -62,6 +83,7 @@ func newAdminServer(s *service) *adminServer {
 		w.WriteHeader(http.StatusAccepted)
 		io.WriteString(w, "rolling restart started\n")
 	})
+	mux.HandleFunc("POST /config/reload", s.serveReload) // as SIGHUP, without rolling unchanged workers
 	// Every state-changing endpoint, this one and any added later, refuses
 	// cross-site requests and foreign Host names.
 	h := admin.Guard(mux, admin.GuardOptions{AllowedHosts: s.cfg.Admin.AllowedHosts, Logger: s.log})
@@ -92,7 +114,9 @@ func (a *adminServer) stop() {
 // snapshot is the /stats document.
 func (s *service) snapshot() any {
 	conns := s.srv.Conns()
-	st := stats{Snapshot: admin.Snapshot{Time: time.Now(), Admission: s.ctrl.Stats(), Conns: &conns}}
+	hs := s.ctrl.Histograms()
+	st := stats{Snapshot: admin.Snapshot{Time: time.Now(), Admission: s.ctrl.Stats(), Conns: &conns,
+		Latency: admin.NewLatency(&hs)}}
 	if s.px != nil {
 		ps := s.px.Stats()
 		st.Proxy = &ps
@@ -100,17 +124,21 @@ func (s *service) snapshot() any {
 	if s.sup != nil {
 		ss := s.sup.Stats()
 		st.Supervisor = &ss
-		inflight := map[int]int{}
+		eps := map[int]proxy.EndpointStats{}
 		if st.Proxy != nil {
 			for _, e := range st.Proxy.Endpoints {
-				inflight[e.ID] = e.Outstanding
+				eps[e.ID] = e
 			}
 		}
 		for _, w := range ss.Workers {
-			st.Workers = append(st.Workers, admin.Worker{
+			aw := admin.Worker{
 				ID: fmt.Sprintf("worker-%d", w.ID), State: w.State.String(), PID: w.PID,
-				Inflight: inflight[w.ID], Restarts: w.Restarts,
-			})
+				Restarts: w.Restarts, Saturation: -1,
+			}
+			if e, ok := eps[w.ID]; ok {
+				aw.Inflight, aw.Limit, aw.MaxConcurrency, aw.Saturation = e.Outstanding, e.Limit, e.Concurrency, e.Saturation
+			}
+			st.Workers = append(st.Workers, aw)
 		}
 	}
 	if s.up != nil {

@@ -64,6 +64,40 @@ type Snapshot struct {
 	Conns *server.ConnStats `json:"conns,omitempty"`
 	// Workers are the supervised worker processes, if any.
 	Workers []Worker `json:"workers,omitempty"`
+	// Latency is the admission controller's latency histograms, from
+	// which the dashboard draws goodput and percentiles.
+	Latency *Latency `json:"latency,omitempty"`
+}
+
+// Latency is an admission controller's histograms summed over priority
+// classes, as the dashboard reads them. Counts are per bucket, not
+// cumulative, with one more entry than Bounds: those above the last bound.
+type Latency struct {
+	// Bounds are the buckets' upper bounds, in seconds.
+	Bounds []float64 `json:"bounds"`
+	// QueueWait counts the admitted requests' waits for a slot.
+	QueueWait []uint64 `json:"queueWait"`
+	// Service counts the service times of requests completed (outcome
+	// done): its total is the goodput's counter.
+	Service []uint64 `json:"service"`
+}
+
+// NewLatency sums h over the priority classes: the admitted requests'
+// queue waits and the completed requests' service times.
+func NewLatency(h *admission.Histograms) *Latency {
+	var wait, svc admission.Histogram
+	for _, p := range admission.Priorities() {
+		w, s := h.QueueWait(p, admission.WaitAdmitted), h.Service(p, admission.ServiceDone)
+		wait.Add(&w)
+		svc.Add(&s)
+	}
+	l := &Latency{Bounds: make([]float64, admission.HistogramBuckets)}
+	for i := range l.Bounds {
+		l.Bounds[i] = admission.BucketBound(i).Seconds()
+	}
+	l.QueueWait = wait.Counts[:]
+	l.Service = svc.Counts[:]
+	return l
 }
 
 // Worker is one supervised worker process as the dashboard shows it.
@@ -79,6 +113,13 @@ type Worker struct {
 	Inflight int `json:"inflight"`
 	// Restarts counts the worker's restarts.
 	Restarts int `json:"restarts"`
+	// Limit is how many requests the worker may hold now; MaxConcurrency
+	// the most it may ever hold (the two are equal for a fixed limit).
+	Limit          int `json:"limit"`
+	MaxConcurrency int `json:"maxConcurrency"`
+	// Saturation is the last saturation the worker reported, in [0, 1], or
+	// -1 when it reports none.
+	Saturation float64 `json:"saturation"`
 }
 
 // Handler returns the admin listener's handler. It is safe for concurrent

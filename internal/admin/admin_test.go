@@ -168,10 +168,10 @@ func TestPprofOff(t *testing.T) {
 // /metrics serves the registry it is given and nothing of the global one.
 func TestMetricsRegistry(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(admin.NewAdmissionCollector("sluice", func() admission.Stats { return admission.Stats{Limit: 9} }))
+	reg.MustRegister(admin.NewConnCollector("sluice", func() server.ConnStats { return server.ConnStats{Open: 9} }))
 	_, body := serve(t, admin.Handler(admin.Options{Registry: reg}), "GET", "/metrics")
-	if !strings.Contains(body, "sluice_limit 9") {
-		t.Errorf("got %q, want sluice_limit 9", body)
+	if !strings.Contains(body, "sluice_connections_open 9") {
+		t.Errorf("got %q, want sluice_connections_open 9", body)
 	}
 	if strings.Contains(body, "go_goroutines") {
 		t.Error("the global registry's metrics are served")
