@@ -160,12 +160,9 @@ type Classifier struct {
 func (c *Classifier) Classify(r *http.Request) Request {
 	var req Request
 	var timeout time.Duration
-	p := CleanPath(r.URL.Path)
-	for i := range c.Rules {
-		if rule := &c.Rules[i]; rule.matches(r, p) {
-			req.Priority, req.Cost, timeout = rule.Priority, rule.Cost, rule.Timeout
-			break
-		}
+	if i := c.Match(r); i >= 0 {
+		rule := &c.Rules[i]
+		req.Priority, req.Cost, timeout = rule.Priority, rule.Cost, rule.Timeout
 	}
 	peer := peerAddr(r)
 	trusted := contains(c.TrustedPeers, peer)
@@ -192,6 +189,19 @@ func (c *Classifier) Classify(r *http.Request) Request {
 	}
 	req.Tenant = c.tenant(r, peer, trusted)
 	return req
+}
+
+// Match returns the index in Rules of the first rule r matches (path
+// cleaned, as Classify matches), or -1: for what else belongs to a route,
+// such as the fallback sluice serves for it.
+func (c *Classifier) Match(r *http.Request) int {
+	p := CleanPath(r.URL.Path)
+	for i := range c.Rules {
+		if c.Rules[i].matches(r, p) {
+			return i
+		}
+	}
+	return -1
 }
 
 func (c *Classifier) tenant(r *http.Request, peer netip.Addr, trusted bool) string {

@@ -104,3 +104,32 @@ func TestCleanPath(t *testing.T) {
 		t.Errorf("CleanPath of a clean path: got %v allocations, want 0", n)
 	}
 }
+
+// Match is the index of the first rule a request matches: method, cleaned
+// path and header all count, and the order of the rules decides.
+func TestClassifierMatch(t *testing.T) {
+	c := &admission.Classifier{Rules: []admission.Rule{
+		{Method: "POST", PathPrefix: "/api"},
+		{PathPrefix: "/api", Header: "X-Beta", HeaderValue: "1"},
+		{PathPrefix: "/api"},
+	}}
+	tests := []struct {
+		method, target, header string
+		want                   int
+	}{
+		{"POST", "/api/x", "", 0},
+		{"GET", "/API/x", "", 2},
+		{"GET", "/api/x", "1", 1},
+		{"POST", "/api/x", "1", 0}, // first match wins
+		{"GET", "/home", "", -1},
+	}
+	for _, tt := range tests {
+		r := httptest.NewRequest(tt.method, tt.target, nil)
+		if tt.header != "" {
+			r.Header.Set("X-Beta", tt.header)
+		}
+		if got := c.Match(r); got != tt.want {
+			t.Errorf("%s %s (X-Beta %q): got rule %d, want %d", tt.method, tt.target, tt.header, got, tt.want)
+		}
+	}
+}

@@ -71,6 +71,7 @@ func (s *service) enableReload(path string, o config.Overrides) {
 // the old or the new value, never a mix within one part.
 type live struct {
 	cls     atomic.Pointer[admission.Classifier]
+	fbs     atomic.Pointer[routeFallbacks]
 	weights atomic.Pointer[map[string]float64]
 	// fixed is the Controller's limit algorithm when it is a fixed limit
 	// (front mode; library mode with a fixed algorithm or no backpressure):
@@ -87,6 +88,10 @@ type live struct {
 }
 
 func (l *live) classify(r *http.Request) admission.Request { return l.cls.Load().Classify(r) }
+
+// fallback is the proxy's SelectFallback: the routes' fallbacks, swapped
+// with them on reload.
+func (l *live) fallback(r *http.Request) *proxy.Fallback { return l.fbs.Load().choose(r) }
 
 func (l *live) trust(r *http.Request) proxy.Trust {
 	c := l.cls.Load()
@@ -112,10 +117,12 @@ func (l *live) controllerOptions(cfg *config.Config, o *admission.Options) {
 	l.fixed, _ = o.Limit.(*limit.Fixed)
 }
 
-// proxyOptions makes the proxy classify and trust through l.
+// proxyOptions makes the proxy classify, trust and choose fallbacks
+// through l.
 func (l *live) proxyOptions(o *proxy.Options) {
 	o.Classify = l.classify
 	o.Trust = l.trust
+	o.SelectFallback = l.fallback
 }
 
 // front wraps inner, the proxy or the demo app, in what cfg asks for
@@ -176,6 +183,7 @@ var liveKeys = []string{
 	"routes[].priority",
 	"routes[].cost",
 	"routes[].timeout",
+	"routes[].fallback",
 	"tenants.key",
 	"tenants.weights",
 	"server.trustedPeers",
@@ -192,10 +200,7 @@ var liveKeys = []string{
 	"workers.dir",
 }
 
-var (
-	listIndex   = regexp.MustCompile(`\[\d+\]`)
-	fallbackKey = regexp.MustCompile(`^routes\[\d+\]\.fallback`)
-)
+var listIndex = regexp.MustCompile(`\[\d+\]`)
 
 // classOf says how a reload to next treats the key at path, given the
 // configuration the process started with: what it has set up (TLS, the
@@ -313,18 +318,8 @@ func (s *service) reload() (*reloadReport, error) {
 func (l *live) plan(start, last, next *config.Config) *reloadReport {
 	rep := &reloadReport{}
 	for _, p := range config.Diff(start, next) {
-		if fallbackKey.MatchString(p) {
-			continue // below
-		}
 		if l.classOf(p, start, next) == keyRestart {
 			rep.Restart = append(rep.Restart, p)
-		}
-	}
-	for i := range max(len(start.Routes), len(next.Routes)) {
-		// A route added, removed or moved takes its rule along, not its
-		// fallback: the proxy's fallbacks are those it started with.
-		if !sameFallback(start.Routes, next.Routes, i) {
-			rep.Restart = append(rep.Restart, fmt.Sprintf("routes[%d].fallback", i))
 		}
 	}
 	for _, p := range config.Diff(last, next) {
@@ -339,21 +334,6 @@ func (l *live) plan(start, last, next *config.Config) *reloadReport {
 	return rep
 }
 
-// sameFallback reports whether routes a and b have the same fallback (or
-// none) at index i.
-func sameFallback(a, b []config.Route, i int) bool {
-	var fa, fb *config.Fallback
-	if i < len(a) {
-		fa = a[i].Fallback
-	}
-	if i < len(b) {
-		fb = b[i].Fallback
-	}
-	if fa == nil || fb == nil {
-		return fa == fb
-	}
-	return *fa == *fb && a[i].Match == b[i].Match
-}
 
 // logReloadErrors logs each problem of an invalid file at its file:line.
 func (s *service) logReloadErrors(err error) {
@@ -383,6 +363,10 @@ func (s *service) apply(start, next *config.Config, source string, rep *reloadRe
 	if err != nil {
 		return err
 	}
+	fbs, err := newRouteFallbacks(next, cls, base)
+	if err != nil {
+		return err
+	}
 	top, err := l.wrap(next, s.log)
 	if err != nil {
 		return err
@@ -405,6 +389,7 @@ func (s *service) apply(start, next *config.Config, source string, rep *reloadRe
 		l.prevCmd = prev
 	}
 	l.cls.Store(cls)
+	l.fbs.Store(fbs)
 	l.top.Store(&top)
 	w := next.Tenants.Weights
 	l.weights.Store(&w)

@@ -234,15 +234,15 @@ routes:
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantRestart := []string{"server.listen", "server.keepAliveTimeout", "routes[0].fallback"}
+		wantRestart := []string{"server.listen", "server.keepAliveTimeout"}
 		if !slices.Equal(rep.Restart, wantRestart) {
 			t.Errorf("reload %d: restart-only keys %q, want %q", i, rep.Restart, wantRestart)
 		}
-		if i == 0 && !slices.Equal(rep.Applied, []string{"routes[0].priority"}) {
-			t.Errorf("reload %d: applied %q, want [routes[0].priority]", i, rep.Applied)
+		if want := []string{"routes[0].priority", "routes[0].fallback"}; i == 0 && !slices.Equal(rep.Applied, want) {
+			t.Errorf("reload %d: applied %q, want %q", i, rep.Applied, want)
 		}
 	}
-	for _, k := range []string{"server.listen", "server.keepAliveTimeout", "routes[0].fallback"} {
+	for _, k := range []string{"server.listen", "server.keepAliveTimeout"} {
 		if n := strings.Count(logs.String(), "a key needs a restart; its running value is kept\" key="+k+"\n"); n != 2 {
 			t.Errorf("got %d warnings naming %s over two reloads, want 2:\n%s", n, k, logs)
 		}
@@ -268,7 +268,7 @@ func TestReloadClassOf(t *testing.T) {
 	}{
 		{s, "routes[3].match.method", keyLive},
 		{s, "routes[3]", keyLive},
-		{s, "routes[0].fallback.body", keyRestart},
+		{s, "routes[0].fallback.body", keyLive},
 		{s, "compression.gzipLevel", keyLive},
 		{s, "server.maxConcurrentRequests", keyLive}, // front mode: a fixed limit
 		{lib, "server.maxConcurrentRequests", keyRestart},

@@ -195,6 +195,11 @@ func newService(cfg *config.Config, source string, log *slog.Logger, workerOut i
 		return nil, err
 	}
 	s.live.cls.Store(cls)
+	fbs, err := newRouteFallbacks(cfg, cls, base)
+	if err != nil {
+		return nil, err
+	}
+	s.live.fbs.Store(fbs)
 	var handler http.Handler
 	ready := func() bool { return true }
 	switch {

@@ -43,7 +43,8 @@ func classifier(cfg *config.Config) (*admission.Classifier, error) {
 	return c, nil
 }
 
-// proxyOptions builds the proxy's options; fallbacks come from routes.
+// proxyOptions builds the proxy's options; the routes' fallbacks are
+// chosen per request (routeFallbacks), through live.
 func proxyOptions(cfg *config.Config, ctrl *admission.Controller, cls *admission.Classifier, base string, log *slog.Logger) (proxy.Options, error) {
 	p := cfg.Proxy
 	o := proxy.Options{
@@ -73,7 +74,24 @@ func proxyOptions(cfg *config.Config, ctrl *admission.Controller, cls *admission
 	if o.BufferResponseBytes == 0 {
 		o.BufferResponseBytes = -1
 	}
-	for _, r := range cfg.Routes {
+	return o, nil
+}
+
+// routeFallbacks is each route's fallback, by the index of the
+// classifier rule the route became: a fallback belongs to its route, and
+// the first route a request matches (method, path, header) decides.
+type routeFallbacks struct {
+	cls       *admission.Classifier // the rules the indexes refer to
+	fallbacks []*proxy.Fallback     // nil: the route has none
+	methods   []string              // each route's match.method
+}
+
+// newRouteFallbacks reads cfg's routes' fallbacks (a file's body now),
+// against cls, the classifier built from the same routes.
+func newRouteFallbacks(cfg *config.Config, cls *admission.Classifier, base string) (*routeFallbacks, error) {
+	rf := &routeFallbacks{cls: cls, fallbacks: make([]*proxy.Fallback, len(cfg.Routes)), methods: make([]string, len(cfg.Routes))}
+	for i, r := range cfg.Routes {
+		rf.methods[i] = r.Match.Method
 		if r.Fallback == nil {
 			continue
 		}
@@ -81,17 +99,33 @@ func proxyOptions(cfg *config.Config, ctrl *admission.Controller, cls *admission
 		if f := r.Fallback.File; f != "" {
 			b, err := os.ReadFile(resolve(base, f))
 			if err != nil {
-				return o, fmt.Errorf("fallback for %s: %w", r.Match.PathPrefix, err)
+				return nil, fmt.Errorf("routes[%d].fallback: %w", i, err)
 			}
 			body = b
 		}
-		prefix := r.Match.PathPrefix
-		if prefix == "" {
-			prefix = "/"
-		}
-		o.Fallbacks = append(o.Fallbacks, proxy.Fallback{PathPrefix: prefix, Status: r.Fallback.Status, ContentType: r.Fallback.ContentType, Body: body})
+		rf.fallbacks[i] = &proxy.Fallback{PathPrefix: "/", Status: r.Fallback.Status, ContentType: r.Fallback.ContentType, Body: body}
 	}
-	return o, nil
+	return rf, nil
+}
+
+// choose returns the fallback for r: its route's, if the first route r
+// matches has one. A request that changes state (any method but GET, HEAD
+// and OPTIONS) never gets a fallback in place of the work it asked for,
+// unless its route's match names that method: a shed POST must not read
+// as done.
+func (rf *routeFallbacks) choose(r *http.Request) *proxy.Fallback {
+	i := rf.cls.Match(r)
+	if i < 0 || i >= len(rf.fallbacks) || rf.fallbacks[i] == nil {
+		return nil
+	}
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+	default:
+		if rf.methods[i] != r.Method {
+			return nil
+		}
+	}
+	return rf.fallbacks[i]
 }
 
 // supervisorOptions builds the worker supervisor's options.

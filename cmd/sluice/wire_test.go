@@ -89,3 +89,52 @@ func TestStaticOptions(t *testing.T) {
 		t.Errorf("health check: got path %q fall %d rise %d", o.HealthPath, o.Fall, o.Rise)
 	}
 }
+
+// A fallback belongs to its route: the first route a request matches
+// decides, and a request that changes state gets a fallback only from a
+// route that names its method.
+func TestRouteFallbacks(t *testing.T) {
+	cfg, err := config.Parse("t", []byte(`workers: {command: w}
+routes:
+  - match: {pathPrefix: /api, header: "X-Beta"}
+    priority: sheddable
+  - match: {method: POST, pathPrefix: /batch}
+    fallback: {body: client-render, status: 200}
+  - match: {pathPrefix: /}
+    fallback: {body: shell}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cls, err := classifier(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rf, err := newRouteFallbacks(cfg, cls, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		method, target, beta, want string
+	}{
+		{"GET", "/home", "", "shell"},
+		{"HEAD", "/home", "", "shell"},
+		{"POST", "/home", "", ""},   // a shed POST must not read as done
+		{"DELETE", "/home", "", ""}, // nor a DELETE
+		{"POST", "/batch", "", "client-render"},
+		{"GET", "/api/x", "1", ""}, // its route has none: no other route's
+		{"GET", "/api/x", "", "shell"},
+	} {
+		r := httptest.NewRequest(tt.method, tt.target, nil)
+		if tt.beta != "" {
+			r.Header.Set("X-Beta", tt.beta)
+		}
+		got := ""
+		if f := rf.choose(r); f != nil {
+			got = string(f.Body)
+		}
+		if got != tt.want {
+			t.Errorf("%s %s (X-Beta %q): got fallback %q, want %q", tt.method, tt.target, tt.beta, got, tt.want)
+		}
+	}
+}
