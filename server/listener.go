@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"syscall"
 )
 
 // connCounter counts a server's client connections and keeps those idle
@@ -21,21 +22,38 @@ type connCounter struct {
 	refused   atomic.Uint64
 	reclaimed atomic.Uint64
 	probeOnly atomic.Int64
+	parked    atomic.Int64
 
 	mu   sync.Mutex
-	idle list.List // of *countedConn, longest idle first
+	idle list.List // of *clientConn, longest idle first
 }
 
-// setState follows net/http's view of c (http.Server.ConnState).
-func (cc *connCounter) setState(c *countedConn, s http.ConnState) {
+// setState follows net/http's view of s (http.Server.ConnState). News
+// from a session that is no longer its connection's current one (the
+// StateClosed of a session whose connection was parked and served again
+// since) is ignored.
+func (cc *connCounter) setState(s *countedConn, st http.ConnState) {
+	if st == http.StateClosed {
+		return // clientConn.close has done it, or the connection is parked
+	}
+	c := s.client
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
-	if s == http.StateIdle {
+	if c.session != s {
+		return
+	}
+	if st == http.StateIdle {
 		if c.idleAt == nil && !c.closed.Load() {
 			c.idleAt = cc.idle.PushBack(c)
 		}
+		// The next read is net/http's wait for the next request.
+		s.armed.Store(s.park != nil && s.http1.Load())
 		return
 	}
+	cc.notIdleLocked(c)
+}
+
+func (cc *connCounter) notIdleLocked(c *clientConn) {
 	if c.idleAt != nil {
 		cc.idle.Remove(c.idleAt)
 		c.idleAt = nil
@@ -59,10 +77,10 @@ func (cc *connCounter) reclaim() bool {
 		cc.mu.Unlock()
 		return false
 	}
-	c := cc.idle.Remove(e).(*countedConn)
+	c := cc.idle.Remove(e).(*clientConn)
 	c.idleAt = nil
 	cc.mu.Unlock()
-	c.Close()
+	c.close()
 	cc.reclaimed.Add(1)
 	return true
 }
@@ -73,12 +91,14 @@ func (cc *connCounter) reclaim() bool {
 // answered on (probeOnly); beyond those it closes new connections at once,
 // unread. Accept is called by one goroutine (http.Server.Serve), so the
 // check and the count cannot interleave with another accept; closes only
-// lower the count.
+// lower the count. With a parker, a new connection that has sent nothing
+// yet waits there instead of being returned (see parker).
 type limitListener struct {
 	net.Listener
 	max    int64
 	probes int64
 	conns  *connCounter
+	park   *parker // nil: nothing is parked
 	log    *slog.Logger
 	full   bool // the last connection accepted was refused; Accept only
 }
@@ -111,31 +131,93 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		if probeOnly {
 			l.conns.probeOnly.Add(1)
 		}
-		return &countedConn{Conn: c, conns: l.conns, probeOnly: probeOnly}, nil
+		cc := &clientConn{Conn: c, conns: l.conns, probeOnly: probeOnly}
+		if l.park != nil && !probeOnly {
+			cc.raw = rawConn(c)
+			if l.park.parkNew(cc) {
+				continue
+			}
+		}
+		return cc.newSession(l.park), nil
 	}
 }
 
-// countedConn leaves the count when first closed. It keeps the optional
-// methods net/http looks for on a *net.TCPConn: CloseWrite, so that a
-// 431 reaches the client before the connection closes, and ReadFrom, for
-// sendfile.
-type countedConn struct {
+// rawConn is c's file descriptor access, nil when it has none (a pipe).
+func rawConn(c net.Conn) syscall.RawConn {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return nil
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	return rc
+}
+
+// clientConn is one accepted client connection for its whole life, which
+// spans several net/http connections (sessions) when it is parked between
+// requests. It leaves the count when first closed.
+type clientConn struct {
 	net.Conn
+	raw       syscall.RawConn // nil: never parked
 	conns     *connCounter
 	probeOnly bool          // accepted beyond the limit: probes only
 	idleAt    *list.Element // in conns.idle; guarded by conns.mu
+	session   *countedConn  // the one net/http serves now; guarded by conns.mu
 	closed    atomic.Bool
 }
 
-func (c *countedConn) Close() error {
+// newSession is what net/http gets for c, the next time it serves it.
+// Keep-alive connections are parked between requests only over plain
+// HTTP/1.1 (p.idle): a TLS connection's state lives in its *tls.Conn.
+func (c *clientConn) newSession(p *parker) *countedConn {
+	s := &countedConn{Conn: c.Conn, client: c}
+	if p != nil && p.idle && c.raw != nil {
+		s.park = p
+	}
+	c.conns.mu.Lock()
+	c.session = s
+	c.conns.mu.Unlock()
+	return s
+}
+
+func (c *clientConn) close() error {
 	if c.closed.CompareAndSwap(false, true) {
 		c.conns.open.Add(-1)
 		if c.probeOnly {
 			c.conns.probeOnly.Add(-1)
 		}
-		c.conns.setState(c, http.StateClosed)
+		c.conns.mu.Lock()
+		c.conns.notIdleLocked(c)
+		c.conns.mu.Unlock()
 	}
 	return c.Conn.Close()
+}
+
+// countedConn is one session of a clientConn: what net/http serves, from
+// Accept to Close. It keeps the optional methods net/http looks for on a
+// *net.TCPConn: CloseWrite, so that a 431 reaches the client before the
+// connection closes, and ReadFrom, for sendfile.
+type countedConn struct {
+	net.Conn
+	client *clientConn
+	idleWait
+	closeOnce atomic.Bool
+}
+
+// Close closes the client connection, or, when net/http's wait for the
+// next request was given up to park it (idleWait), hands it to the parker.
+// Only a session's first Close acts: the connection may be another
+// session's by the second.
+func (c *countedConn) Close() error {
+	if !c.closeOnce.CompareAndSwap(false, true) {
+		return nil
+	}
+	if c.parking.Load() && c.park.parkIdle(c.client) {
+		return nil
+	}
+	return c.client.close()
 }
 
 func (c *countedConn) CloseWrite() error {

@@ -24,7 +24,12 @@ func (s *Server) front(c config, rs *runState) http.Handler {
 			w = sw
 		}
 		cc, _ := r.Context().Value(connKey{}).(*countedConn)
-		if cc != nil && cc.probeOnly {
+		// Only an HTTP/1.x connection's wait for its next request may be
+		// parked (HTTP/2's reader waits for frames).
+		if cc != nil && cc.park != nil && r.ProtoMajor == 1 && !cc.http1.Load() {
+			cc.http1.Store(true)
+		}
+		if cc != nil && cc.client.probeOnly {
 			// One answer per connection beyond the limit: it must not
 			// sit idle in the reserve.
 			w.Header().Set("Connection", "close")
@@ -41,7 +46,7 @@ func (s *Server) front(c config, rs *runState) http.Handler {
 			}
 			return
 		}
-		if cc != nil && cc.probeOnly {
+		if cc != nil && cc.client.probeOnly {
 			w.Header().Set("Retry-After", "1")
 			http.Error(w, "connection limit reached", http.StatusServiceUnavailable)
 			return
