@@ -11,14 +11,14 @@ import (
 
 // connCollector exports a server's connection counts.
 type connCollector struct {
-	snap                                      func() server.ConnStats
-	open, idle, probeOnly, refused, reclaimed *prometheus.Desc
+	snap                                              func() server.ConnStats
+	open, idle, parked, probeOnly, refused, reclaimed *prometheus.Desc
 }
 
 // NewConnCollector returns a collector of a server's client connections,
 // calling snap (e.g. Server.Conns) once per scrape. With namespace
 // "sluice" it exports the gauges sluice_connections_open, _idle (between
-// requests) and _probe_only (beyond MaxConnections, for probes), and the
+// requests), _parked (idle and waiting outside net/http) and _probe_only (beyond MaxConnections, for probes), and the
 // counters sluice_connections_refused_total (closed at accept: the limit
 // and the probe reserve reached) and sluice_connections_reclaimed_total
 // (idle connections closed to make room at the limit).
@@ -29,6 +29,8 @@ func NewConnCollector(namespace string, snap func() server.ConnStats) prometheus
 			"Client connections open.", nil, nil),
 		idle: prometheus.NewDesc(prometheus.BuildFQName(namespace, "connections", "idle"),
 			"Client connections open and idle between requests.", nil, nil),
+		parked: prometheus.NewDesc(prometheus.BuildFQName(namespace, "connections", "parked"),
+			"Client connections open and waiting for their client outside net/http (a few KiB each).", nil, nil),
 		probeOnly: prometheus.NewDesc(prometheus.BuildFQName(namespace, "connections", "probe_only"),
 			"Client connections accepted beyond the connection limit, for the probes only.", nil, nil),
 		refused: prometheus.NewDesc(prometheus.BuildFQName(namespace, "connections", "refused_total"),
@@ -41,6 +43,7 @@ func NewConnCollector(namespace string, snap func() server.ConnStats) prometheus
 func (c *connCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.open
 	ch <- c.idle
+	ch <- c.parked
 	ch <- c.probeOnly
 	ch <- c.refused
 	ch <- c.reclaimed
@@ -50,6 +53,7 @@ func (c *connCollector) Collect(ch chan<- prometheus.Metric) {
 	s := c.snap()
 	ch <- prometheus.MustNewConstMetric(c.open, prometheus.GaugeValue, float64(s.Open))
 	ch <- prometheus.MustNewConstMetric(c.idle, prometheus.GaugeValue, float64(s.Idle))
+	ch <- prometheus.MustNewConstMetric(c.parked, prometheus.GaugeValue, float64(s.Parked))
 	ch <- prometheus.MustNewConstMetric(c.probeOnly, prometheus.GaugeValue, float64(s.ProbeOnly))
 	ch <- prometheus.MustNewConstMetric(c.refused, prometheus.CounterValue, float64(s.Refused))
 	ch <- prometheus.MustNewConstMetric(c.reclaimed, prometheus.CounterValue, float64(s.Reclaimed))

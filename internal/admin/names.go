@@ -25,6 +25,7 @@ var MetricNames = []string{
 	// NewConnCollector
 	"sluice_connections_open",
 	"sluice_connections_idle",
+	"sluice_connections_parked",
 	"sluice_connections_probe_only",
 	"sluice_connections_refused_total",
 	"sluice_connections_reclaimed_total",
