@@ -24,6 +24,14 @@ type Middleware struct {
 	// Rejected writes the response for a shed request. nil means
 	// WriteShed with the Controller's RetryAfter.
 	Rejected func(w http.ResponseWriter, r *http.Request, reason Reason)
+
+	// Observe, when set, is told how each request left the wait for its
+	// slot: admitted (err nil), shed (an error ShedReason reads) or gone
+	// (the client's context error), with when it began waiting and for how
+	// long: what a log line, a Server-Timing header or a tracing span (the
+	// sluice/otel module) reports. It runs on the request's goroutine,
+	// before Rejected or next. nil reads no clock.
+	Observe func(r *http.Request, queued time.Time, wait time.Duration, err error)
 }
 
 // Wrap returns next behind admission control. The slot is held until
@@ -45,14 +53,21 @@ func (m *Middleware) Wrap(next http.Handler) http.Handler {
 			WriteShed(w, reason, c.RetryAfter(reason))
 		}
 	}
-	classify := m.Classify
+	classify, observe := m.Classify, m.Observe
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req Request
 		if classify != nil {
 			req = classify(r)
 			r = r.WithContext(context.WithValue(r.Context(), requestKey{}, req))
 		}
+		var queued time.Time
+		if observe != nil {
+			queued = time.Now()
+		}
 		p, err := c.Acquire(r.Context(), req)
+		if observe != nil {
+			observe(r, queued, time.Since(queued), err)
+		}
 		if err != nil {
 			if reason, ok := ShedReason(err); ok {
 				rejected(w, r, reason)
