@@ -78,9 +78,21 @@
 // to a second worker, whatever its method: a worker that fails before
 // answering, reset before any response byte included, may have died of
 // this very request, and one poisonous request must not kill two workers.
-// It gets 502 (see sendTrace for the one replay net/http makes, to the same
-// worker). Past the request's budget the client gets 504 (or the
-// Fallback), and the permit's sample is marked Dropped.
+// It gets 502 (see sent.go for the one replay made, to the same worker).
+// Past the request's budget the client gets 504 (or the Fallback), and the
+// permit's sample is marked Dropped.
+//
+// # The connection to a worker
+//
+// HTTP/1.1 over kept-alive connections, spoken by the proxy's own client
+// (client.go) rather than net/http's Transport: the exchange's goroutine
+// writes the request (one write when it fits 32 KiB) and reads the
+// response itself, with no reader and writer goroutines per connection to
+// hand off to, and counts the bytes that decide whether a request reached
+// its worker. Requests and responses are still written and parsed as
+// net/http does. Idle connections per worker are kept up to its
+// Concurrency (an adaptive worker's ceiling), so a worker at its limit
+// never needs a new one.
 //
 // Request framing is checked before anything else (see framing.go): CONNECT
 // and asterisk-form targets are refused, and the HTTP/1 connection of a

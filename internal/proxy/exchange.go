@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -29,10 +30,11 @@ var errHung = errors.New("proxy: worker hung")
 type exchange struct {
 	p         *Proxy
 	ep        *endpoint
-	req       *http.Request // outgoing, with a context the client cannot cancel
-	body      *body         // req's body, released by finish; nil for none
-	cancel    context.CancelCauseFunc
-	sent      *sendTrace // whether any byte of req reached the worker
+	req       *http.Request // outgoing: &out
+	out       http.Request
+	url       url.URL // out's
+	body      *body   // req's body, released by finish; nil for none
+	call      call    // req's way to the worker: aborted when hung, sent or not
 	permit    admission.Permit
 	start     time.Time
 	hangAfter time.Duration // silence after which the worker is hung; <= 0 never
@@ -53,10 +55,12 @@ type exchange struct {
 	stream   bool // relay as it comes rather than after the whole body
 	sse      bool // text/event-stream: headers go out at once
 	chunks   []chunk
-	pending  int   // bytes in chunks
-	done     bool  // the worker has finished or failed
-	err      error // why it failed; nil when done after EOF
-	failed   bool  // err came before the handler took the response
+	pending  int      // bytes in chunks
+	done     bool     // the worker has finished or failed
+	err      error    // why it failed; nil when done after EOF
+	failed   bool     // err came before the handler took the response
+	infos    []info   // 1xx responses for the handler to write (passthrough.go)
+	trailers []string // the trailers resp announced, read before its body
 }
 
 type xstate uint8
@@ -95,9 +99,9 @@ func signal(c chan struct{}) {
 func (x *exchange) run() {
 	var hung *time.Timer
 	if x.hangAfter > 0 {
-		hung = time.AfterFunc(x.hangAfter, func() { x.cancel(errHung) })
+		hung = time.AfterFunc(x.hangAfter, func() { x.call.abort(errHung) })
 	}
-	resp, err := x.ep.tr.RoundTrip(x.req)
+	resp, err := x.ep.client.roundTrip(&x.call, x.req, x.req.ContentLength)
 	if err != nil {
 		x.finish(nil, err, hung)
 		return
@@ -113,10 +117,14 @@ func (x *exchange) run() {
 	}
 	x.mu.Lock()
 	x.resp = resp
+	x.trailers = trailerNames(resp.Trailer) // the body's reads add to the map
 	x.sse = isEventStream(resp.Header.Get("Content-Type"))
 	x.stream = x.sse || resp.ContentLength < 0 || resp.ContentLength > int64(x.limit)
+	wake := x.readyLocked()
 	x.mu.Unlock()
-	signal(x.notify)
+	if wake {
+		signal(x.notify)
+	}
 	var rb *[]byte // the buffer read into; its memory is reserved
 	defer func() {
 		if rb != nil {
@@ -164,8 +172,14 @@ func (x *exchange) run() {
 			x.waitSpace(hung)
 			x.mu.Lock()
 		}
+		// The handler is woken only for what it acts on: a waiting one
+		// when it may start relaying, a relaying one for more to send. A
+		// response buffered whole so wakes it once, when it is complete.
+		wake := x.state == delivered || x.readyLocked()
 		x.mu.Unlock()
-		signal(x.notify)
+		if wake {
+			signal(x.notify)
+		}
 	}
 }
 
@@ -215,8 +229,7 @@ func (x *exchange) finish(resp *http.Response, err error, hung *time.Timer) {
 		resp.Body.Close()
 	}
 	x.body.release() // the transport is done with it
-	wasHung := context.Cause(x.req.Context()) == errHung
-	x.cancel(nil)
+	wasHung := x.call.aborted() == errHung
 	if wasHung {
 		err = errHung
 	}
@@ -308,7 +321,7 @@ func (x *exchange) abandonLocked() {
 // is ready, the exchange failed before it (the permit is then the
 // handler's), the budget ran out (a positive budget only), or the client
 // left.
-func (x *exchange) await(ctx context.Context, budget time.Duration) outcome {
+func (x *exchange) await(ctx context.Context, w http.ResponseWriter, budget time.Duration) outcome {
 	var expired <-chan time.Time
 	if budget > 0 {
 		t := time.NewTimer(budget)
@@ -325,6 +338,12 @@ func (x *exchange) await(ctx context.Context, budget time.Duration) outcome {
 			gone = true
 		}
 		x.mu.Lock()
+		if infos := x.infos; len(infos) > 0 {
+			x.infos = nil
+			x.mu.Unlock()
+			writeInfos(w, infos) // before the final response, on this goroutine
+			x.mu.Lock()
+		}
 		switch {
 		case x.failed:
 			x.mu.Unlock()
@@ -354,10 +373,19 @@ func (p *Proxy) relay(w http.ResponseWriter, r *http.Request, x *exchange) {
 	resp := x.resp
 	complete := x.done && x.err == nil
 	total := x.pending
+	trailers := x.trailers
 	x.mu.Unlock()
 
+	if complete && resp.StatusCode >= 500 && p.workerErrorFallback(w, r, x) {
+		return
+	}
+	if complete {
+		trailers = trailerNames(resp.Trailer) // all of them, announced or not
+	}
 	copyResponseHeader(w.Header(), resp.Header)
-	if complete && resp.ContentLength < 0 && bodyAllowed(r.Method, resp.StatusCode) {
+	if len(trailers) > 0 {
+		w.Header()["Trailer"] = trailers
+	} else if complete && resp.ContentLength < 0 && bodyAllowed(r.Method, resp.StatusCode) {
 		w.Header().Set("Content-Length", itoa(total))
 	}
 	w.WriteHeader(resp.StatusCode)
@@ -397,6 +425,7 @@ func (p *Proxy) relay(w http.ResponseWriter, r *http.Request, x *exchange) {
 				slog.String("path", r.URL.Path), slog.Any("error", err))
 			panic(http.ErrAbortHandler)
 		case done:
+			writeTrailers(w, resp, trailers)
 			return
 		}
 		if n > 0 || first {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/admission"
+	"github.com/sluicehq/sluice/internal/reqinfo"
 )
 
 // Headers sluice sends to workers so that priority and the remaining budget
@@ -17,8 +18,13 @@ const (
 	HeaderPriority = "Sluice-Priority"
 	HeaderTimeout  = "Sluice-Timeout"
 	// HeaderFallback is set on a Fallback response to the error it replaced:
-	// shed, no-worker or timeout.
+	// shed, no-worker, timeout, bad-gateway (the worker failed or could
+	// not be reached) or worker-error (the worker answered 5xx, see
+	// Fallback.OnWorkerError).
 	HeaderFallback = "Sluice-Fallback"
+	// HeaderWorkerStatus is set on a worker-error Fallback to the status
+	// the worker answered.
+	HeaderWorkerStatus = "Sluice-Worker-Status"
 )
 
 // hopHeaders are meaningful for one connection only (RFC 9110 7.6.1), in
@@ -74,10 +80,13 @@ type Trust struct {
 // headers less what trust does not allow, X-Forwarded-For,
 // X-Forwarded-Proto and -Host, and the request's priority.
 func outgoingHeader(r *http.Request, req admission.Request, trust Trust) http.Header {
-	h := r.Header.Clone()
-	if h == nil {
-		h = make(http.Header)
+	// Room for what is added below and by the request's reqinfo, so that
+	// the map does not grow (a few allocations) while it is filled in.
+	extra := 6 // X-Forwarded-For, -Proto and -Host, Sluice-Priority and -Timeout, User-Agent
+	if reqinfo.From(r.Context()) != nil {
+		extra += 3 // X-Request-Id, X-Request-Start, Traceparent
 	}
+	h := cloneHeader(r.Header, extra)
 	removeHopByHop(h)
 	if !trust.Peer || !trust.Proxy {
 		// Any spelling: a header map built in Go need not be canonical.
@@ -116,6 +125,27 @@ func outgoingHeader(r *http.Request, req admission.Request, trust Trust) http.He
 		set("User-Agent", "") // Go's transport then sends none of its own
 	}
 	return h
+}
+
+// cloneHeader is http.Header.Clone with room for extra more keys; never
+// nil.
+func cloneHeader(h http.Header, extra int) http.Header {
+	nv := 0
+	for _, vv := range h {
+		nv += len(vv)
+	}
+	sv := make([]string, nv) // one backing array for the values, as Clone
+	h2 := make(http.Header, len(h)+extra)
+	for k, vv := range h {
+		if vv == nil {
+			h2[k] = nil // as Clone: nil and empty differ to ReverseProxy
+			continue
+		}
+		n := copy(sv, vv)
+		h2[k] = sv[:n:n]
+		sv = sv[n:]
+	}
+	return h2
 }
 
 // isClientAddrHeader reports whether k is a header that names the client

@@ -131,6 +131,12 @@ type Options struct {
 	// the longest matching PathPrefix in Fallbacks.
 	SelectFallback func(r *http.Request) *Fallback
 
+	// MaxUpgrades bounds the upgraded connections (WebSocket and other
+	// protocol switches) open at once; past it an upgrade request is
+	// answered 503. They take no worker slot (see upgrade.go). Zero means
+	// DefaultMaxUpgrades; negative is invalid.
+	MaxUpgrades int
+
 	// DialTimeout bounds connecting to a worker. Zero means
 	// DefaultDialTimeout.
 	DialTimeout time.Duration
@@ -149,8 +155,8 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Fallback is a fixed response served instead of a shed, no-worker or
-// timeout error: for server-side rendering, a client-side-render shell,
+// Fallback is a fixed response served instead of a shed, no-worker,
+// timeout or bad-gateway error (and, opt-in, a worker's 5xx): for server-side rendering, a client-side-render shell,
 // as Hypernova's callers served when a render failed.
 type Fallback struct {
 	// PathPrefix selects the requests it applies to ("/" for all).
@@ -162,6 +168,19 @@ type Fallback struct {
 	ContentType string
 	// Body is the response body.
 	Body []byte
+	// OnWorkerError serves the fallback in place of a worker's 5xx too
+	// (the worker's response is discarded). Only a response buffered whole
+	// can be replaced: one relayed as a stream (larger than
+	// BufferResponseBytes, chunked, or an event stream) has reached the
+	// client already and is relayed as it is.
+	OnWorkerError bool
+	// Props names where the request carries the props of the page it asks
+	// for, "query:NAME" or "header:NAME"; "" for nowhere. Each
+	// PropsPlaceholder in Body is then replaced by that value as a
+	// JavaScript string literal safe inside a <script> element (null when
+	// the request has none): a client-side-render shell can JSON.parse it
+	// and render what the server could not (see fallbackprops.go).
+	Props string
 }
 
 // Validate reports the first invalid field.
@@ -179,9 +198,15 @@ func (o *Options) Validate() error {
 		if f.Status != 0 && (f.Status < 200 || f.Status > 599) {
 			return fmt.Errorf("proxy: Fallbacks[%d].Status %d is outside 200..599", i, f.Status)
 		}
+		if err := ValidateProps(f.Props); err != nil {
+			return fmt.Errorf("proxy: Fallbacks[%d].Props: %w", i, err)
+		}
 	}
 	if o.MaxBufferedBytes < 0 {
 		return fmt.Errorf("proxy: MaxBufferedBytes %d is negative", o.MaxBufferedBytes)
+	}
+	if o.MaxUpgrades < 0 {
+		return fmt.Errorf("proxy: MaxUpgrades %d is negative", o.MaxUpgrades)
 	}
 	if o.MaxIdleConnsPerWorker < 0 {
 		return fmt.Errorf("proxy: MaxIdleConnsPerWorker %d is negative", o.MaxIdleConnsPerWorker)
@@ -219,6 +244,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.BufferResponseBytes < 0 {
 		o.BufferResponseBytes = 0
+	}
+	if o.MaxUpgrades == 0 {
+		o.MaxUpgrades = DefaultMaxUpgrades
 	}
 	if o.DialTimeout == 0 {
 		o.DialTimeout = DefaultDialTimeout

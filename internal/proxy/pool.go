@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"errors"
-	"net/http"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -20,9 +19,9 @@ var (
 // endpoint is a worker as the pool tracks it.
 type endpoint struct {
 	supervisor.Endpoint
-	host  string // the URL host of requests to it; only a connection-pool key
-	tr    *http.Transport
-	added time.Time
+	host   string // the URL host of requests to it: their Host when the client sent none
+	client *workerClient
+	added  time.Time
 
 	served   atomic.Uint64
 	failures atomic.Uint64

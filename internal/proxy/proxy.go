@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptrace"
 	"net/url"
 	"os"
 	"strconv"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/admission"
+	"github.com/sluicehq/sluice/internal/reqinfo"
 	"github.com/sluicehq/sluice/internal/supervisor"
 )
 
@@ -32,6 +32,7 @@ type Proxy struct {
 	log  *slog.Logger
 	pool pool
 	bufs sync.Pool // *[]byte of bufSize
+	runs runners   // the goroutines exchanges run on
 
 	wasted          atomic.Uint64
 	neverDispatched atomic.Uint64
@@ -47,6 +48,8 @@ type Proxy struct {
 	bodyTimeouts    atomic.Uint64
 	bodyRefused     atomic.Uint64
 	streamedForMem  atomic.Uint64
+
+	up upgrades // upgraded connections (upgrade.go)
 
 	// mem bounds the memory of buffered bodies, requests and responses.
 	mem budget
@@ -71,6 +74,8 @@ func New(o Options) (*Proxy, error) {
 	p.mem.max = o.MaxBufferedBytes
 	p.bufs.New = func() any { b := make([]byte, bufSize); return &b }
 	p.pool.init(o.SlowStart, o.WorkerLimit, o.Controller.SetCeiling)
+	p.up.open = make(map[*upgraded]struct{})
+	p.up.perEp = make(map[*endpoint]int)
 	return p, nil
 }
 
@@ -89,7 +94,7 @@ func (p *Proxy) Add(e supervisor.Endpoint) {
 	ep := &endpoint{
 		Endpoint: e,
 		host:     "worker-" + strconv.Itoa(e.ID),
-		tr:       p.transport(e),
+		client:   p.newClient(e),
 		added:    time.Now(),
 	}
 	if !p.pool.add(ep) {
@@ -112,7 +117,7 @@ func (p *Proxy) Drain(ctx context.Context, id int) error {
 // connections are closed. Requests in flight on it fail on their own.
 func (p *Proxy) Remove(id int) {
 	if e := p.pool.remove(id); e != nil {
-		e.tr.CloseIdleConnections()
+		e.client.closeIdle()
 		p.log.Info("proxy: endpoint removed", slog.Int("worker", id))
 	}
 }
@@ -122,36 +127,30 @@ func (p *Proxy) Remove(id int) {
 func (p *Proxy) Ready() bool { return p.pool.ready() }
 
 // CloseIdleConnections closes the idle keep-alive connections to every
-// worker. Requests in flight are not interrupted.
+// worker, and ends the idle goroutines kept for the next requests (which
+// end by themselves after a few seconds without work). Requests in flight
+// are not interrupted.
 func (p *Proxy) CloseIdleConnections() {
 	for _, e := range p.pool.endpoints() {
-		e.tr.CloseIdleConnections()
+		e.client.closeIdle()
 	}
+	p.runs.closeIdle()
 }
 
-func (p *Proxy) transport(e supervisor.Endpoint) *http.Transport {
-	network, addr, dial, timeout := e.Network, e.Addr, p.o.Dial, p.o.DialTimeout
+func (p *Proxy) newClient(e supervisor.Endpoint) *workerClient {
 	idle := p.o.MaxIdleConnsPerWorker
 	if idle == 0 {
+		// Concurrency is the most requests the worker is ever given at once
+		// (an adaptive worker's ceiling): one connection each stays open.
 		idle = e.Concurrency
 	}
-	return &http.Transport{
-		Proxy: nil, // never a proxy from the environment
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			ctx, cancel := context.WithTimeout(ctx, timeout)
-			defer cancel()
-			c, err := dial(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			return &countingConn{Conn: c}, nil // see sendTrace
-		},
-		MaxIdleConns:        idle,
-		MaxIdleConnsPerHost: idle,
-		IdleConnTimeout:     p.o.IdleConnTimeout,
-		DisableCompression:  true, // bodies pass through untouched
-		WriteBufferSize:     bufSize,
-		ReadBufferSize:      bufSize,
+	return &workerClient{
+		network:     e.Network,
+		addr:        e.Addr,
+		dial:        p.o.Dial,
+		dialTimeout: p.o.DialTimeout,
+		maxIdle:     idle,
+		idleTimeout: p.o.IdleConnTimeout,
 	}
 }
 
@@ -168,6 +167,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if refuseFraming(w, r) {
 		return
 	}
+	if isUpgrade(r) {
+		// Neither admitted nor given a slot: see upgrade.go.
+		p.serveUpgrade(w, r)
+		return
+	}
 	var req admission.Request
 	if p.o.Classify != nil {
 		req = p.o.Classify(r)
@@ -178,9 +182,20 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer body.release()
+	info := reqinfo.From(r.Context()) // nil unless the caller reports requests
+	var queued time.Time
+	if info != nil {
+		queued = time.Now()
+	}
 	permit, err := p.c.Acquire(r.Context(), req)
+	if info != nil {
+		info.QueueWait = time.Since(queued)
+	}
 	if err != nil {
 		if reason, ok := admission.ShedReason(err); ok {
+			if info != nil {
+				info.Shed = reason.String()
+			}
 			p.shed(w, r, reason)
 		} else {
 			p.neverDispatched.Add(1) // the client left while queued
@@ -217,7 +232,7 @@ func (p *Proxy) bodyError(w http.ResponseWriter, r *http.Request, err error) {
 
 // forward dispatches the admitted request, sending it to another worker
 // when its worker failed before any byte of it was written (a refused
-// dial, say), never once the request reached a worker (see sendTrace). It
+// dial, say), never once the request reached a worker (see sent.go). It
 // gives back permit, or hands it to the exchange that keeps the slot.
 func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, req admission.Request, b *body, permit admission.Permit) {
 	ctx := r.Context()
@@ -226,6 +241,10 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, req admission.Re
 		trust = p.o.Trust(r)
 	}
 	hdr := outgoingHeader(r, req, trust)
+	info := reqinfo.From(ctx)
+	if info != nil {
+		info.SetRequestHeaders(hdr) // the request's ID and arrival, not the client's
+	}
 	var triedBuf [4]int
 	tried := triedBuf[:0]
 	var lastErr error
@@ -269,8 +288,12 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, req admission.Re
 			hdr = hdr.Clone() // the last attempt's transport may still read the old one
 		}
 		setBudget(hdr, budget)
-		x := p.dispatch(ctx, r, ep, hdr, b, permit, budget)
-		switch x.await(ctx, budget) {
+		x := p.dispatch(r, ep, hdr, b, permit, budget)
+		o := x.await(ctx, w, budget)
+		if info != nil {
+			info.Worker, info.WorkerTime = ep.ID, time.Since(x.start)
+		}
+		switch o {
 		case outcomeRelay:
 			p.relay(w, r, x)
 			return
@@ -286,9 +309,9 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, req admission.Re
 		if dialErr {
 			p.pool.unreachable(ep, time.Now())
 		}
-		if x.sent.wasSent() {
+		if x.call.wasSent() {
 			// The worker may have acted on it, or died of it: never a
-			// second worker (see sendTrace).
+			// second worker (see sent.go).
 			permit.Release()
 			p.fail(w, r, lastErr)
 			return
@@ -304,35 +327,8 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, req admission.Re
 }
 
 // dispatch starts the exchange of one attempt on ep, whose slot is taken.
-func (p *Proxy) dispatch(ctx context.Context, r *http.Request, ep *endpoint, hdr http.Header, b *body, permit admission.Permit, budget time.Duration) *exchange {
-	xctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
-	sent := new(sendTrace)
-	xctx = httptrace.WithClientTrace(xctx, sent.trace())
-	out := &http.Request{
-		Method: r.Method,
-		URL: &url.URL{
-			Scheme:   "http",
-			Host:     ep.host,
-			Path:     r.URL.Path,
-			RawPath:  r.URL.RawPath,
-			RawQuery: r.URL.RawQuery,
-		},
-		Proto:      "HTTP/1.1",
-		ProtoMajor: 1,
-		ProtoMinor: 1,
-		Header:     hdr,
-		Host:       r.Host,
-		Body:       http.NoBody,
-	}
-	var held *body
-	if b != nil && b.n > 0 {
-		held = b
-		b.retain() // released by the exchange's finish
-		out.ContentLength = b.n
-		out.Body = b.reader()
-		out.GetBody = func() (io.ReadCloser, error) { return b.reader(), nil }
-	}
-	out = out.WithContext(xctx)
+// The outgoing request lives in the exchange: one allocation for both.
+func (p *Proxy) dispatch(r *http.Request, ep *endpoint, hdr http.Header, b *body, permit admission.Permit, budget time.Duration) *exchange {
 	hangAfter := time.Duration(-1)
 	if budget >= 0 && p.o.HangGrace >= 0 {
 		hangAfter = budget + p.o.HangGrace
@@ -340,10 +336,6 @@ func (p *Proxy) dispatch(ctx context.Context, r *http.Request, ep *endpoint, hdr
 	x := &exchange{
 		p:         p,
 		ep:        ep,
-		req:       out,
-		body:      held,
-		cancel:    cancel,
-		sent:      sent,
 		permit:    permit,
 		start:     time.Now(),
 		hangAfter: hangAfter,
@@ -351,7 +343,33 @@ func (p *Proxy) dispatch(ctx context.Context, r *http.Request, ep *endpoint, hdr
 		notify:    make(chan struct{}, 1),
 		space:     make(chan struct{}, 1),
 	}
-	go x.run()
+	x.url = url.URL{
+		Scheme:   "http",
+		Host:     ep.host,
+		Path:     r.URL.Path,
+		RawPath:  r.URL.RawPath,
+		RawQuery: r.URL.RawQuery,
+	}
+	x.out = http.Request{
+		Method:     r.Method,
+		URL:        &x.url,
+		Proto:      "HTTP/1.1",
+		ProtoMajor: 1,
+		ProtoMinor: 1,
+		Header:     hdr,
+		Host:       r.Host,
+		Body:       http.NoBody,
+	}
+	x.req = &x.out
+	x.call.info = x
+	if b != nil && b.n > 0 {
+		x.body = b
+		b.retain() // released by the exchange's finish
+		x.out.ContentLength = b.n
+		x.out.Body = b.reader()
+		x.out.GetBody = func() (io.ReadCloser, error) { return b.reader(), nil }
+	}
+	p.runs.start(x)
 	return x
 }
 
@@ -388,6 +406,9 @@ func (p *Proxy) timeout(w http.ResponseWriter, r *http.Request) {
 func (p *Proxy) fail(w http.ResponseWriter, r *http.Request, err error) {
 	p.badGateway.Add(1)
 	p.log.Warn("proxy: bad gateway", slog.String("path", r.URL.Path), slog.Any("error", err))
+	if p.fallback(w, r, "bad-gateway", nil) {
+		return
+	}
 	plain(w, http.StatusBadGateway, "Bad Gateway\n")
 }
 
@@ -400,14 +421,21 @@ func (p *Proxy) fallback(w http.ResponseWriter, r *http.Request, kind string, de
 	if f == nil {
 		return false
 	}
+	p.serveFallback(w, r, f, kind, decorate)
+	return true
+}
+
+// serveFallback writes f in place of the error kind.
+func (p *Proxy) serveFallback(w http.ResponseWriter, r *http.Request, f *Fallback, kind string, decorate func(http.Header)) {
 	p.fallbacks.Add(1)
+	body := f.body(r)
 	h := w.Header()
 	ct := f.ContentType
 	if ct == "" {
 		ct = "text/html; charset=utf-8"
 	}
 	h.Set("Content-Type", ct)
-	h.Set("Content-Length", itoa(len(f.Body)))
+	h.Set("Content-Length", itoa(len(body)))
 	h.Set("Cache-Control", "no-store")
 	h.Set(HeaderFallback, kind)
 	if decorate != nil {
@@ -418,8 +446,7 @@ func (p *Proxy) fallback(w http.ResponseWriter, r *http.Request, kind string, de
 		status = http.StatusOK
 	}
 	w.WriteHeader(status)
-	_, _ = w.Write(f.Body)
-	return true
+	_, _ = w.Write(body)
 }
 
 func plain(w http.ResponseWriter, code int, body string) {

@@ -1,8 +1,9 @@
 package proxy
 
 import (
+	"context"
 	"net"
-	"net/http/httptrace"
+	"net/http"
 	"sync"
 	"sync/atomic"
 )
@@ -17,17 +18,19 @@ import (
 // second worker, and the next. Such a request gets 502, whatever its
 // method, including a reset before any byte of the response.
 //
-// One replay stays, inside net/http's Transport: a GET or HEAD (or a
-// request with an Idempotency-Key) whose reused keep-alive connection
-// fails before any byte of the response is sent again on a fresh
-// connection to the same worker, which answers it if the connection was
-// merely stale. If the worker died, that fresh dial fails; the request
-// still counts as sent, so it is not passed on.
+// One replay stays, inside workerClient.roundTrip, as the Transport made
+// it: a GET or HEAD (or a request with an Idempotency-Key) whose reused
+// keep-alive connection fails before any byte of the response is sent
+// again on a fresh connection to the same worker, which answers it if the
+// connection was merely stale. If the worker died, that fresh dial fails;
+// the request still counts as sent, so it is not passed on.
 
-// countingConn counts the bytes written to a connection to a worker.
+// countingConn counts the bytes written to and read from a connection to
+// a worker.
 type countingConn struct {
 	net.Conn
 	written atomic.Int64
+	read    atomic.Int64
 }
 
 func (c *countingConn) Write(b []byte) (int, error) {
@@ -36,47 +39,96 @@ func (c *countingConn) Write(b []byte) (int, error) {
 	return n, err
 }
 
-// sendTrace learns, through httptrace, whether any byte of one request
-// was written to a connection. The Transport may give it several
-// connections in turn (its own replay); each one's writes count. The zero
-// value is ready; it is safe for concurrent use.
-type sendTrace struct {
-	mu   sync.Mutex
-	conn *countingConn // the connection in use, nil when none
-	at   int64         // conn's count when it was given to the request
-	sent bool          // a byte was written to an earlier connection
+func (c *countingConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	c.read.Add(int64(n))
+	return n, err
 }
 
-func (t *sendTrace) trace() *httptrace.ClientTrace {
-	return &httptrace.ClientTrace{GotConn: t.gotConn}
+// call is one request's use of a workerClient: whether any byte of it was
+// written to any of the connections it was given (the client may give it
+// two, see above), and the means to abort it from another goroutine (the
+// exchange's hang timer). The zero value is ready; it is safe for
+// concurrent use.
+type call struct {
+	mu       sync.Mutex
+	conn     *workerConn        // the connection in use, nil when none
+	stopDial context.CancelFunc // cancels the dial in progress, nil when none
+	err      error              // why it was aborted; nil when it was not
+	sent     bool
+
+	// info, when set before the call starts, is told each informational
+	// (1xx) response read before the final one (passthrough.go). An
+	// interface, not a func: an *exchange in it costs no allocation.
+	info infoSink
 }
 
-func (t *sendTrace) gotConn(info httptrace.GotConnInfo) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.settleLocked()
-	c, ok := info.Conn.(*countingConn)
-	if !ok {
-		t.sent = true // not ours to count: assume the worst
+type infoSink interface{ gotInfo(code int, h http.Header) }
+
+// abort closes the connection in use or cancels the dial in progress, so
+// that the request fails with err, and fails whatever it tries next. The
+// first abort's err stays.
+func (c *call) abort(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
 		return
 	}
-	t.conn, t.at = c, c.written.Load()
+	c.err = err
+	if c.conn != nil {
+		c.conn.c.Close()
+	}
+	if c.stopDial != nil {
+		c.stopDial()
+	}
 }
 
-// settleLocked folds the current connection's writes into sent.
-// REQUIRES t.mu held.
-func (t *sendTrace) settleLocked() {
-	if t.conn != nil && t.conn.written.Load() != t.at {
-		t.sent = true
+// aborted returns abort's err, nil when the call was not aborted.
+func (c *call) aborted() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// use records wc as the connection in use; false when the call was
+// aborted already.
+func (c *call) use(wc *workerConn) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return false
 	}
-	t.conn = nil
+	c.conn = wc
+	return true
+}
+
+// done forgets the connection in use, which abort must no longer close,
+// and reports whether the call was not aborted.
+func (c *call) done() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.conn = nil
+	return c.err == nil
+}
+
+// dialing records the cancel func of a dial in progress (nil once it is
+// over); false when the call was aborted already.
+func (c *call) dialing(stop context.CancelFunc) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stopDial = stop
+	return c.err == nil
+}
+
+func (c *call) markSent() {
+	c.mu.Lock()
+	c.sent = true
+	c.mu.Unlock()
 }
 
 // wasSent reports whether any byte of the request reached a connection.
-// Call it once the round trip has failed.
-func (t *sendTrace) wasSent() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.settleLocked()
-	return t.sent
+func (c *call) wasSent() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sent
 }

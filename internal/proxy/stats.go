@@ -57,6 +57,14 @@ type Stats struct {
 	// wait: retries whose other workers were busy, or a request admitted
 	// in the instant a worker's limit fell.
 	SlotWaits uint64 `json:"slotWaits"`
+	// Upgrades is the number of upgraded connections (WebSocket, say)
+	// relayed now; they take no slot. UpgradesTotal counts those ever
+	// relayed, UpgradesRefused the upgrade requests answered 503 at
+	// MaxUpgrades, and MaxUpgrades is that bound.
+	Upgrades        int    `json:"upgrades"`
+	UpgradesTotal   uint64 `json:"upgradesTotal"`
+	UpgradesRefused uint64 `json:"upgradesRefused"`
+	MaxUpgrades     int    `json:"maxUpgrades"`
 }
 
 // EndpointStats describes one worker.
@@ -102,6 +110,10 @@ func (p *Proxy) Stats() Stats {
 		StreamedForMemory: p.streamedForMem.Load(),
 		SlotWaits:         p.pool.slotWaits.Load(),
 	}
+	p.up.mu.Lock()
+	st.Upgrades, st.UpgradesTotal, st.UpgradesRefused = len(p.up.open), p.up.total, p.up.refused
+	p.up.mu.Unlock()
+	st.MaxUpgrades = p.o.MaxUpgrades
 	p.pool.mu.Lock()
 	st.Slots = p.pool.slots
 	st.Outstanding = p.pool.retired

@@ -1,0 +1,541 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"net/textproto"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// workerClient speaks HTTP/1.1 to one worker over kept-alive connections.
+// It stands where net/http's Transport stood, for two reasons the profile
+// of a loaded front gave. The Transport runs a reader and a writer
+// goroutine per connection, so each request crosses three goroutines and
+// wakes the scheduler at every hand-off; here the exchange's own goroutine
+// writes the request and reads the response. And it knows, byte for byte,
+// whether a request reached its worker (see sent.go), where the Transport
+// could only be asked through httptrace and a context per request.
+//
+// Responses are parsed by net/http itself (ReadResponse), so their framing
+// is the Transport's: Content-Length, chunked and close-delimited bodies,
+// HEAD, 1xx, Connection: close. Requests are written as Request.Write
+// writes them (writeRequest), without its formatting and allocations.
+// Safe for concurrent use.
+type workerClient struct {
+	network, addr string
+	dial          func(ctx context.Context, network, addr string) (net.Conn, error)
+	dialTimeout   time.Duration
+	maxIdle       int
+	idleTimeout   time.Duration
+
+	mu    sync.Mutex
+	idle  []*workerConn // the most recently used last
+	sweep *time.Timer   // closes connections idle past idleTimeout
+	armed bool          // sweep is set to fire
+}
+
+// workerConn is a connection to a worker. Its buffers are pooled: taken
+// for a request and given back with the connection, so that an idle
+// connection holds nothing but its socket.
+type workerConn struct {
+	c      *countingConn
+	lr     io.LimitedReader // between c and br: bounds a response's header
+	br     *bufio.Reader
+	idleAt time.Time
+
+	raw   syscall.RawConn       // nil when nc is not a socket
+	peek  func(fd uintptr) bool // open's look at raw
+	alive bool                  // peek's finding
+}
+
+const (
+	// maxResponseHeader bounds the header of a worker's response, as the
+	// Transport's default MaxResponseHeaderBytes did.
+	maxResponseHeader = 10 << 20
+	// max1xx bounds the informational responses before the final one, as
+	// the Transport does.
+	max1xx = 5
+	// syncWriteMax is the largest request body written before the response
+	// is read, on the exchange's goroutine. A larger body is written by a
+	// goroutine of its own while the response is read: a worker may answer
+	// (or stream its answer) before it has read the whole body, and
+	// neither side must wait for the other's buffers to drain.
+	syncWriteMax = 4 << 10
+	// trustIdle is how long a connection may have been idle and still be
+	// reused without a look (open) first. A worker closes idle connections
+	// after seconds (Node.js: 5 s), and one that died fails its requests
+	// either way; under load connections are idle for microseconds, and
+	// the look would be a system call per request.
+	trustIdle = 250 * time.Millisecond
+)
+
+var (
+	readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, bufSize) }}
+	writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, bufSize) }}
+)
+
+var errHeaderTooLarge = fmt.Errorf("proxy: worker's response header over %d bytes", maxResponseHeader)
+
+// roundTrip sends req on a kept-alive connection, or a new one, and reads
+// the response's header. The response's body gives the connection back
+// when it is read to the end, or closes it when closed before. c is how
+// the request may be aborted, and records whether any of it was sent.
+//
+// A request that fails on a reused connection before any byte of the
+// response came is sent once more on a fresh connection to the same
+// worker when none of it was written, or when it is replayable (GET, HEAD,
+// OPTIONS, TRACE, or an Idempotency-Key): the connection was likely closed
+// by the worker while idle. The Transport made the same replay.
+func (cl *workerClient) roundTrip(c *call, req *http.Request, bodyLen int64) (*http.Response, error) {
+	fresh := false
+	for {
+		wc, reused, err := cl.get(c, fresh)
+		if err != nil {
+			return nil, err
+		}
+		resp, retry, err := cl.send(c, wc, req, bodyLen, reused)
+		if err == nil || !retry {
+			return resp, err
+		}
+		if req.GetBody != nil {
+			if req.Body, err = req.GetBody(); err != nil {
+				return nil, err
+			}
+		}
+		fresh = true
+	}
+}
+
+// send writes req on wc and reads the response's header. On failure it
+// closes wc and reports whether the request may be sent again (see
+// roundTrip).
+func (cl *workerClient) send(c *call, wc *workerConn, req *http.Request, bodyLen int64, reused bool) (*http.Response, bool, error) {
+	if !c.use(wc) {
+		wc.c.Close()
+		return nil, false, c.aborted()
+	}
+	w0, r0 := wc.c.written.Load(), wc.c.read.Load()
+	var wdone chan error // the writer's result, when it runs apart
+	var werr error
+	if bodyLen > syncWriteMax {
+		wdone = make(chan error, 1)
+		go func() { wdone <- writeRequest(wc, req) }()
+	} else {
+		werr = writeRequest(wc, req)
+	}
+	var resp *http.Response
+	var rerr error
+	if werr == nil {
+		resp, rerr = readResponse(wc, req, c.info)
+	}
+	if werr == nil && rerr == nil {
+		c.markSent() // the worker answered: it had the request
+		keep := !resp.Close && !req.Close && resp.StatusCode != http.StatusSwitchingProtocols
+		resp.Body = &workerBody{cl: cl, c: c, wc: wc, body: resp.Body, keep: keep, wdone: wdone}
+		return resp, false, nil
+	}
+	cl.release(c, wc, false)
+	if wdone != nil {
+		werr = <-wdone // the connection is closed: the writer has stopped
+	}
+	if wc.c.written.Load() != w0 {
+		c.markSent()
+	}
+	if err := c.aborted(); err != nil {
+		return nil, false, err
+	}
+	answered := wc.c.read.Load() != r0
+	sent := wc.c.written.Load() != w0
+	retry := reused && !answered && (!sent || replayable(req))
+	return nil, retry, firstErr(rerr, werr)
+}
+
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// replayable reports whether req may be sent twice (RFC 9110 9.2.2), as
+// the Transport judges it.
+func replayable(req *http.Request) bool {
+	if req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
+		return false
+	}
+	switch req.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+		return true
+	}
+	_, a := req.Header["Idempotency-Key"]
+	_, b := req.Header["X-Idempotency-Key"]
+	return a || b
+}
+
+// writeRequest writes req whole, in one write when it fits the buffer:
+// what Request.Write sends for the requests dispatch makes (Host first, no
+// User-Agent of Go's own when the header is there and empty, Content-Length
+// as net/http sends it), without its formatting, sorting and allocations.
+func writeRequest(wc *workerConn, req *http.Request) error {
+	host := req.Host
+	if host == "" {
+		host = req.URL.Host
+	}
+	if strings.ContainsAny(host, " \t\r\n") {
+		return fmt.Errorf("proxy: invalid Host %q", host)
+	}
+	bw := writers.Get().(*bufio.Writer)
+	bw.Reset(wc.c)
+	defer func() {
+		bw.Reset(nil)
+		writers.Put(bw)
+	}()
+	bw.WriteString(req.Method)
+	bw.WriteByte(' ')
+	if p := req.URL.EscapedPath(); p != "" {
+		bw.WriteString(p)
+	} else {
+		bw.WriteByte('/')
+	}
+	if req.URL.RawQuery != "" {
+		bw.WriteByte('?')
+		bw.WriteString(req.URL.RawQuery)
+	}
+	bw.WriteString(" HTTP/1.1\r\nHost: ")
+	bw.WriteString(host)
+	bw.WriteString("\r\n")
+	if _, ok := req.Header["User-Agent"]; !ok {
+		bw.WriteString("User-Agent: Go-http-client/1.1\r\n")
+	}
+	if sendsLength(req) {
+		bw.WriteString("Content-Length: ")
+		bw.Write(strconv.AppendInt(bw.AvailableBuffer(), req.ContentLength, 10))
+		bw.WriteString("\r\n")
+	}
+	for k, vv := range req.Header {
+		if skipHeader(k) {
+			continue
+		}
+		if k == "User-Agent" {
+			// One, as Request.Write sends it; empty means none.
+			vv = vv[:min(len(vv), 1)]
+		}
+		for _, v := range vv {
+			if k == "User-Agent" && v == "" {
+				continue
+			}
+			bw.WriteString(k)
+			bw.WriteString(": ")
+			writeValue(bw, v)
+			bw.WriteString("\r\n")
+		}
+	}
+	bw.WriteString("\r\n")
+	if req.ContentLength > 0 {
+		n, err := io.Copy(bw, req.Body)
+		if err == nil && n != req.ContentLength {
+			err = fmt.Errorf("proxy: request body of %d bytes, want %d", n, req.ContentLength)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
+}
+
+// sendsLength reports whether a Content-Length goes with req, as net/http
+// decides: with a body, and with an empty one for POST, PUT and PATCH.
+func sendsLength(req *http.Request) bool {
+	switch req.Method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch:
+		return true
+	}
+	return req.ContentLength > 0
+}
+
+// skipHeader reports whether header k of a request is written apart (Host,
+// User-Agent, Content-Length) or never (framing: the body is sent whole
+// with its length), as Request.Write leaves them out.
+func skipHeader(k string) bool {
+	switch k {
+	case "Host", "Content-Length", "Transfer-Encoding", "Trailer":
+		return true
+	}
+	return false
+}
+
+// writeValue writes a header value with its line breaks made spaces and
+// its outer white space trimmed, as net/http writes header values.
+func writeValue(bw *bufio.Writer, v string) {
+	v = textproto.TrimString(v)
+	if !strings.ContainsAny(v, "\r\n") {
+		bw.WriteString(v)
+		return
+	}
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if c == '\r' || c == '\n' {
+			c = ' '
+		}
+		bw.WriteByte(c)
+	}
+}
+
+// readResponse reads the final response's header, skipping up to max1xx
+// informational ones, each told to info unless it is nil.
+func readResponse(wc *workerConn, req *http.Request, info infoSink) (*http.Response, error) {
+	wc.lr.N = maxResponseHeader + bufSize
+	defer func() { wc.lr.N = math.MaxInt64 }()
+	for range max1xx + 1 {
+		resp, err := http.ReadResponse(wc.br, req)
+		if err != nil {
+			if wc.lr.N <= 0 {
+				return nil, errHeaderTooLarge
+			}
+			return nil, err
+		}
+		if resp.StatusCode < 100 || resp.StatusCode > 199 || resp.StatusCode == http.StatusSwitchingProtocols {
+			return resp, nil
+		}
+		if info != nil {
+			info.gotInfo(resp.StatusCode, resp.Header)
+		}
+	}
+	return nil, errors.New("proxy: worker sent too many 1xx responses")
+}
+
+// get returns an idle connection (reused) or, when there is none that is
+// still open or fresh is set, a new one.
+func (cl *workerClient) get(c *call, fresh bool) (wc *workerConn, reused bool, err error) {
+	for !fresh {
+		now := time.Now()
+		if wc = cl.popIdle(now); wc == nil {
+			break
+		}
+		if now.Sub(wc.idleAt) < trustIdle || wc.open() {
+			wc.take()
+			return wc, true, nil
+		}
+		wc.c.Close()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cl.dialTimeout)
+	defer cancel()
+	if !c.dialing(cancel) {
+		return nil, false, c.aborted()
+	}
+	nc, err := cl.dial(ctx, cl.network, cl.addr)
+	c.dialing(nil)
+	if err != nil {
+		if aerr := c.aborted(); aerr != nil {
+			return nil, false, aerr
+		}
+		return nil, false, err
+	}
+	wc = newWorkerConn(nc)
+	wc.take()
+	return wc, false, nil
+}
+
+// take gives wc a read buffer for a request.
+func (wc *workerConn) take() {
+	wc.lr = io.LimitedReader{R: wc.c, N: math.MaxInt64}
+	wc.br = readers.Get().(*bufio.Reader)
+	wc.br.Reset(&wc.lr)
+}
+
+// idleReady gives wc's read buffer back, and reports whether wc may carry
+// another request: nothing unread is left in it.
+func (wc *workerConn) idleReady() bool {
+	clean := wc.br.Buffered() == 0
+	wc.br.Reset(nil)
+	readers.Put(wc.br)
+	wc.br = nil
+	return clean
+}
+
+// open reports whether a kept-alive connection is still open: a peek that
+// finds neither end of file nor an unsolicited byte. The Transport learnt
+// this from a read it kept pending on every idle connection; one peek
+// before reuse costs less. Connections that are not sockets (tests'
+// in-memory pipes) are taken as open.
+func (wc *workerConn) open() bool {
+	if wc.raw == nil {
+		return true
+	}
+	return wc.raw.Read(wc.peek) == nil && wc.alive
+}
+
+// newWorkerConn wraps a new connection; peek is made once, here, so that
+// open allocates nothing.
+func newWorkerConn(nc net.Conn) *workerConn {
+	wc := &workerConn{c: &countingConn{Conn: nc}}
+	if sc, ok := nc.(syscall.Conn); ok {
+		if raw, err := sc.SyscallConn(); err == nil {
+			wc.raw = raw
+			wc.peek = func(fd uintptr) bool {
+				var b [1]byte
+				_, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+				wc.alive = err == syscall.EAGAIN || err == syscall.EWOULDBLOCK
+				return true // never wait: an idle connection has nothing to read
+			}
+		}
+	}
+	return wc
+}
+
+// popIdle returns the most recently used idle connection, nil when there
+// is none. Connections idle past idleTimeout are closed.
+func (cl *workerClient) popIdle(now time.Time) *workerConn {
+	cl.mu.Lock()
+	n := len(cl.idle)
+	if n == 0 {
+		cl.mu.Unlock()
+		return nil
+	}
+	wc := cl.idle[n-1]
+	cl.idle[n-1] = nil
+	cl.idle = cl.idle[:n-1]
+	var stale []*workerConn
+	if now.Sub(wc.idleAt) >= cl.idleTimeout {
+		// The newest is stale: so are all the others.
+		stale = append(cl.idle, wc)
+		cl.idle, wc = nil, nil
+	}
+	cl.mu.Unlock()
+	for _, s := range stale {
+		s.c.Close()
+	}
+	return wc
+}
+
+// release ends c's use of wc: back to the idle connections when keep is
+// set and c was not aborted, else closed.
+func (cl *workerClient) release(c *call, wc *workerConn, keep bool) {
+	if !c.done() {
+		keep = false
+	}
+	if wc.br != nil && !wc.idleReady() {
+		keep = false
+	}
+	if !keep {
+		wc.c.Close()
+		return
+	}
+	now := time.Now()
+	cl.mu.Lock()
+	if len(cl.idle) >= cl.maxIdle {
+		cl.mu.Unlock()
+		wc.c.Close()
+		return
+	}
+	wc.idleAt = now
+	cl.idle = append(cl.idle, wc)
+	if !cl.armed {
+		cl.armed = true
+		if cl.sweep == nil {
+			cl.sweep = time.AfterFunc(cl.idleTimeout, cl.closeStale)
+		} else {
+			cl.sweep.Reset(cl.idleTimeout)
+		}
+	}
+	cl.mu.Unlock()
+}
+
+// closeStale closes the connections idle past idleTimeout, and sets the
+// sweep again for the oldest of the others.
+func (cl *workerClient) closeStale() {
+	now := time.Now()
+	cl.mu.Lock()
+	k := 0
+	for k < len(cl.idle) && now.Sub(cl.idle[k].idleAt) >= cl.idleTimeout {
+		k++
+	}
+	stale := make([]*workerConn, k)
+	copy(stale, cl.idle[:k])
+	cl.idle = append(cl.idle[:0], cl.idle[k:]...)
+	cl.armed = len(cl.idle) > 0
+	if cl.armed {
+		cl.sweep.Reset(cl.idleTimeout - now.Sub(cl.idle[0].idleAt))
+	}
+	cl.mu.Unlock()
+	for _, s := range stale {
+		s.c.Close()
+	}
+}
+
+// closeIdle closes every idle connection. Connections in use are not
+// affected.
+func (cl *workerClient) closeIdle() {
+	cl.mu.Lock()
+	idle := cl.idle
+	cl.idle = nil
+	if cl.sweep != nil {
+		cl.sweep.Stop()
+	}
+	cl.armed = false
+	cl.mu.Unlock()
+	for _, wc := range idle {
+		wc.c.Close()
+	}
+}
+
+// workerBody is a response body from a worker. At its end the connection
+// goes back to the client for the next request; closed before, or after
+// an error, the connection is closed.
+type workerBody struct {
+	cl    *workerClient
+	c     *call
+	wc    *workerConn
+	body  io.ReadCloser
+	keep  bool       // the response allows another request on wc
+	wdone chan error // the writer's result when it ran apart; nil otherwise
+	done  bool
+}
+
+func (b *workerBody) Read(p []byte) (int, error) {
+	if b.done {
+		return 0, io.EOF
+	}
+	n, err := b.body.Read(p)
+	if err != nil {
+		b.finish(err == io.EOF)
+	}
+	return n, err
+}
+
+func (b *workerBody) Close() error {
+	if !b.done {
+		b.finish(false)
+	}
+	return nil
+}
+
+// finish hands the connection back, kept only at the end of a response to
+// a request written whole: a worker that answered before reading all of a
+// large body may not be done with the connection.
+func (b *workerBody) finish(eof bool) {
+	b.done = true
+	keep := eof && b.keep
+	if b.wdone != nil {
+		select {
+		case err := <-b.wdone:
+			keep = keep && err == nil
+			b.wdone = nil
+		default:
+			keep = false
+		}
+	}
+	b.cl.release(b.c, b.wc, keep)
+}

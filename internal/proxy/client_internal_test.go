@@ -1,0 +1,148 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"net"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// writeRequest sends what Request.Write sends, as a server reads it: the
+// method, target, Host, headers (User-Agent: Go's when absent, none when
+// empty), Content-Length as net/http decides it, and the body.
+func TestWriteRequestMatchesRequestWrite(t *testing.T) {
+	type req struct {
+		method, target, host string
+		header               http.Header
+		body                 string
+	}
+	tests := []struct {
+		name string
+		req  req
+	}{
+		{"GET with a query", req{"GET", "http://worker-1/a/b?x=1&y=%20", "example.com", http.Header{"Accept": {"text/html"}, "User-Agent": {""}}, ""}},
+		{"GET, Go's User-Agent", req{"GET", "http://worker-1/", "example.com", http.Header{}, ""}},
+		{"an escaped path", req{"GET", "http://worker-1/a%2Fb/c%20d", "example.com:8080", http.Header{"User-Agent": {"ua/1", "ua/2"}}, ""}},
+		{"POST with a body", req{"POST", "http://worker-1/p", "h", http.Header{"Content-Type": {"text/plain"}, "X-Many": {"1", "2"}}, "hello"}},
+		{"POST, empty", req{"POST", "http://worker-1/p", "h", http.Header{}, ""}},
+		{"DELETE, empty", req{"DELETE", "http://worker-1/d", "h", http.Header{}, ""}},
+		{"HEAD", req{"HEAD", "http://worker-1/h", "h", http.Header{}, ""}},
+		{"a value with outer spaces and a line break", req{"GET", "http://worker-1/", "h", http.Header{"X-Odd": {"  a\r\nb  "}}, ""}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mk := func() *http.Request {
+				r, err := http.NewRequest(tt.req.method, tt.req.target, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				r.Host = tt.req.host
+				r.Header = tt.req.header.Clone()
+				if tt.req.body != "" {
+					r.Body = io.NopCloser(strings.NewReader(tt.req.body))
+					r.ContentLength = int64(len(tt.req.body))
+				}
+				return r
+			}
+			var want bytes.Buffer
+			if err := mk().Write(&want); err != nil {
+				t.Fatal(err)
+			}
+			got := writeToBuffer(t, mk())
+			g, w := readBack(t, got), readBack(t, want.Bytes())
+			if !reflect.DeepEqual(g, w) {
+				t.Errorf("got %+v\nwant %+v\n(got %q, Request.Write %q)", g, w, got, want.Bytes())
+			}
+		})
+	}
+}
+
+// writeToBuffer runs writeRequest into a pipe and returns what it wrote.
+func writeToBuffer(t *testing.T, r *http.Request) []byte {
+	a, b := net.Pipe()
+	defer b.Close()
+	done := make(chan []byte)
+	go func() {
+		out, _ := io.ReadAll(b)
+		done <- out
+	}()
+	if err := writeRequest(&workerConn{c: &countingConn{Conn: a}}, r); err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	return <-done
+}
+
+type parsed struct {
+	Method, RequestURI, Host string
+	Header                   http.Header
+	ContentLength            int64
+	Body                     string
+}
+
+func readBack(t *testing.T, raw []byte) parsed {
+	r, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(raw)))
+	if err != nil {
+		t.Fatalf("reading %q back: %v", raw, err)
+	}
+	body, _ := io.ReadAll(r.Body)
+	return parsed{r.Method, r.RequestURI, r.Host, r.Header, r.ContentLength, string(body)}
+}
+
+// A kept-alive connection the worker closed while it was idle (its own
+// keep-alive timeout, say) is not used again: the next request, a POST
+// that must not be sent twice, goes on a fresh connection and is answered.
+func TestClosedIdleConnectionNotReused(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	methods := make(chan string, 2)
+	go func() {
+		for range 2 {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			// One request per connection, then the worker closes it.
+			if r, err := http.ReadRequest(bufio.NewReader(c)); err == nil {
+				methods <- r.Method
+				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+			}
+			c.Close()
+		}
+	}()
+	cl := &workerClient{network: "tcp", addr: ln.Addr().String(), dial: (&net.Dialer{}).DialContext,
+		dialTimeout: time.Second, maxIdle: 4, idleTimeout: time.Minute}
+	defer cl.closeIdle()
+	if _, err := doCall(cl, http.MethodGet); err != nil {
+		t.Fatalf("first request: %v", err)
+	}
+	cl.mu.Lock()
+	idle := cl.idle[0]
+	idle.idleAt = idle.idleAt.Add(-trustIdle) // idle long enough to be looked at
+	cl.mu.Unlock()
+	// The worker's FIN reaches this end asynchronously: wait for it, bounded.
+	for deadline := time.Now().Add(5 * time.Second); idle.open(); {
+		if time.Now().After(deadline) {
+			t.Fatal("the closed connection still looks open after 5 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	c, err := doCall(cl, http.MethodPost)
+	if err != nil {
+		t.Fatalf("POST after the idle close: %v, want it answered on a fresh connection", err)
+	}
+	if !c.wasSent() {
+		t.Error("got not sent, want sent")
+	}
+	if got := []string{<-methods, <-methods}; got[1] != http.MethodPost {
+		t.Errorf("the worker saw %v, want GET then POST", got)
+	}
+}
