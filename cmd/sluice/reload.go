@@ -143,10 +143,11 @@ func (l *live) wrap(cfg *config.Config, log *slog.Logger) (http.Handler, error) 
 	if err != nil {
 		return nil, err
 	}
+	o := observing{serverTiming: cfg.Server.ServerTiming, traceparent: cfg.Server.GenerateTraceparent}
 	if cfg.Server.AccessLog {
-		h = accessLog(h, log)
+		o.log = log
 	}
-	return h, nil
+	return l.observe(h, o), nil
 }
 
 // tlsCerts loads the certificate pair when cfg enables TLS, for the
@@ -189,6 +190,8 @@ var liveKeys = []string{
 	"server.trustedPeers",
 	"server.trustedProxies",
 	"server.accessLog",
+	"server.serverTiming",
+	"server.generateTraceparent",
 	"compression",
 	"server.maxConcurrentRequests",
 	"server.backpressure.initialLimit",
@@ -333,7 +336,6 @@ func (l *live) plan(start, last, next *config.Config) *reloadReport {
 	}
 	return rep
 }
-
 
 // logReloadErrors logs each problem of an invalid file at its file:line.
 func (s *service) logReloadErrors(err error) {

@@ -20,6 +20,7 @@ import (
 	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/internal/demo"
 	"github.com/sluicehq/sluice/internal/proxy"
+	"github.com/sluicehq/sluice/internal/reqinfo"
 	"github.com/sluicehq/sluice/internal/supervisor"
 	"github.com/sluicehq/sluice/internal/wire"
 	"github.com/sluicehq/sluice/limit"
@@ -78,7 +79,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 1
 	}
 	logWarnings(log, loaded.Warnings)
-	s, err := newService(loaded.Config, loaded.Source, log, stderr, nil)
+	// Under -log json the workers' lines are records too (msg, worker,
+	// stream): one format for the log pipeline to read.
+	var workerOut io.Writer = stderr
+	if *logFormat == "json" {
+		workerOut = nil
+	}
+	s, err := newService(loaded.Config, loaded.Source, log, workerOut, nil)
 	if err != nil {
 		fmt.Fprintln(stderr, "sluice serve:", err)
 		return 1
@@ -298,8 +305,19 @@ func (s *service) demoHandler() http.Handler {
 	if p := s.cfg.Proxy.PingPath; p != "" {
 		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "pong\n") })
 	}
-	mux.Handle("/", (&admission.Middleware{Controller: s.ctrl, Classify: s.live.classify}).Wrap(app))
+	mux.Handle("/", (&admission.Middleware{Controller: s.ctrl, Classify: s.live.classify, Observe: observeAdmission}).Wrap(app))
 	return mux
+}
+
+// observeAdmission notes in the request's Info how it left the queue: what
+// the proxy notes in front mode.
+func observeAdmission(r *http.Request, _ time.Time, wait time.Duration, err error) {
+	if info := reqinfo.From(r.Context()); info != nil {
+		info.QueueWait = wait
+		if reason, ok := admission.ShedReason(err); ok {
+			info.Shed = reason.String()
+		}
+	}
 }
 
 // run serves until drainCtx is done, drains (or is cut), then stops the
@@ -339,6 +357,11 @@ func (s *service) run(drainCtx context.Context, restart <-chan os.Signal) int {
 		}
 	})
 	err := s.srv.Run(drainCtx)
+	if s.px != nil {
+		// Upgraded connections (WebSockets) do not hold up the drain;
+		// they end with it, before the workers stop.
+		s.px.CloseUpgrades()
+	}
 	code := 0
 	switch {
 	case errors.Is(err, server.ErrCut):

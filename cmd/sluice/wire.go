@@ -59,6 +59,7 @@ func proxyOptions(cfg *config.Config, ctrl *admission.Controller, cls *admission
 		MaxBodyBytes:        p.MaxBodyBytes,
 		MaxBufferedBytes:    p.MaxBufferedBytes, // 0: derived from the machine, as in the file
 		BufferResponseBytes: p.BufferResponseBytes,
+		MaxUpgrades:         p.MaxUpgrades,
 		SlowStart:           slowStart(cfg),
 		Logger:              log,
 	}
@@ -103,7 +104,8 @@ func newRouteFallbacks(cfg *config.Config, cls *admission.Classifier, base strin
 			}
 			body = b
 		}
-		rf.fallbacks[i] = &proxy.Fallback{PathPrefix: "/", Status: r.Fallback.Status, ContentType: r.Fallback.ContentType, Body: body}
+		rf.fallbacks[i] = &proxy.Fallback{PathPrefix: "/", Status: r.Fallback.Status, ContentType: r.Fallback.ContentType, Body: body,
+			OnWorkerError: r.Fallback.OnWorkerError, Props: r.Fallback.Props}
 	}
 	return rf, nil
 }
@@ -163,30 +165,6 @@ func resolve(base, p string) string {
 	}
 	return filepath.Join(base, p)
 }
-
-// accessLog wraps h with one structured record per request.
-func accessLog(h http.Handler, log *slog.Logger) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
-		h.ServeHTTP(rec, r)
-		log.Info("access", "method", r.Method, "path", r.URL.Path, "status", rec.status,
-			"bytes", rec.bytes, "remote", r.RemoteAddr, "shed", rec.Header().Get(admission.HeaderShed))
-	})
-}
-
-type statusRecorder struct {
-	http.ResponseWriter
-	status int
-	bytes  int64
-}
-
-func (r *statusRecorder) WriteHeader(code int) { r.status = code; r.ResponseWriter.WriteHeader(code) }
-func (r *statusRecorder) Write(p []byte) (int, error) {
-	n, err := r.ResponseWriter.Write(p)
-	r.bytes += int64(n)
-	return n, err
-}
-func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
 func slowStart(cfg *config.Config) time.Duration {
 	if cfg.Workers == nil {

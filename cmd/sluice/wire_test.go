@@ -1,30 +1,12 @@
 package main
 
 import (
-	"bytes"
-	"log/slog"
-	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/sluicehq/sluice/admission"
 	"github.com/sluicehq/sluice/internal/config"
 )
-
-func TestAccessLog(t *testing.T) {
-	var buf bytes.Buffer
-	h := accessLog(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		admission.WriteShed(w, admission.ReasonQueueFull, time.Second)
-	}), slog.New(slog.NewJSONHandler(&buf, nil)))
-	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/page?x=1", nil))
-	for _, want := range []string{`"msg":"access"`, `"method":"GET"`, `"path":"/page"`, `"status":503`, `"shed":"queue-full"`, `"bytes":13`} {
-		if !strings.Contains(buf.String(), want) {
-			t.Errorf("access log lacks %s: %s", want, buf.String())
-		}
-	}
-}
 
 // workers.concurrency maps onto the supervisor: auto is adaptive up to
 // maxConcurrency, a number is the fixed limit.

@@ -17,6 +17,7 @@ func TestFrontCollector(t *testing.T) {
 	ps := proxy.Stats{
 		Slots: 5, Outstanding: 3, BadGateway: 2, GatewayTimeout: 1, Retries: 4, WastedRenders: 6,
 		BufferedBytes: 100, BufferedPeak: 300, BufferBudget: 1000,
+		Upgrades: 7, UpgradesTotal: 12, UpgradesRefused: 1,
 		Endpoints: []proxy.EndpointStats{
 			{ID: 7, Addr: "a", Limit: 1, Concurrency: 1, Outstanding: 1, Saturation: -1, Draining: true},
 			{ID: 9, Addr: "b", Limit: 2, Concurrency: 4, Outstanding: 1, Saturation: 0.5},
@@ -42,6 +43,9 @@ func TestFrontCollector(t *testing.T) {
 		"sluice_proxy_wasted_renders_total":                     "6",
 		"sluice_proxy_slots":                                    "5",
 		"sluice_proxy_slots_in_use":                             "3",
+		"sluice_proxy_upgrades_open":                            "7",
+		"sluice_proxy_upgrades_total":                           "12",
+		"sluice_proxy_upgrades_refused_total":                   "1",
 		"sluice_proxy_buffered_bytes":                           "100",
 		"sluice_proxy_buffered_peak_bytes":                      "300",
 		"sluice_proxy_buffer_budget_bytes":                      "1000",

@@ -128,6 +128,14 @@ type Server struct {
 	TrustedProxies []netip.Prefix `yaml:"trustedProxies"`
 	// AccessLog logs one line per request.
 	AccessLog bool `yaml:"accessLog"`
+	// ServerTiming adds a Server-Timing header (queue wait, worker time)
+	// to every response. Off by default: it tells any client how loaded
+	// sluice is.
+	ServerTiming bool `yaml:"serverTiming"`
+	// GenerateTraceparent gives a request that arrives without a valid
+	// W3C traceparent one whose trace id is the request's ID, so that the
+	// access log line and the worker's spans share a trace id.
+	GenerateTraceparent bool `yaml:"generateTraceparent"`
 	// Backpressure is the adaptive concurrency limit and its queue.
 	Backpressure Backpressure `yaml:"backpressure"`
 }
@@ -380,6 +388,9 @@ type Proxy struct {
 	// (one poisonous request must not kill two workers); one none of which
 	// was written always is.
 	RetryIdempotent bool `yaml:"retryIdempotent"`
+	// MaxUpgrades bounds the upgraded connections (WebSocket) relayed at
+	// once; past it an upgrade gets 503. They hold no worker slot. >= 1.
+	MaxUpgrades int `yaml:"maxUpgrades"`
 }
 
 // Overload tunes the admission queue's discipline.
@@ -435,7 +446,8 @@ type Route struct {
 	Cost int `yaml:"cost"`
 	// Timeout replaces Proxy.Timeout for these requests; 0 = Proxy.Timeout.
 	Timeout time.Duration `yaml:"timeout"`
-	// Fallback, when set, is served instead of a shed or timeout error.
+	// Fallback, when set, is served instead of a shed, no-worker, timeout
+	// or bad-gateway error (and, opt-in, a worker's 5xx).
 	Fallback *Fallback `yaml:"fallback"`
 }
 
@@ -451,7 +463,8 @@ type Match struct {
 	Header string `yaml:"header"`
 }
 
-// Fallback is a fixed response served instead of shed and timeout errors,
+// Fallback is a fixed response served instead of shed, no-worker, timeout
+// and bad-gateway errors (and, opt-in, a worker's 5xx),
 // such as a client-side-render shell. Body and File are exclusive.
 type Fallback struct {
 	Status      int    `yaml:"status"`
@@ -460,6 +473,15 @@ type Fallback struct {
 	Body string `yaml:"body"`
 	// File is read for the body at start-up.
 	File string `yaml:"file"`
+	// OnWorkerError serves the fallback in place of a worker's 5xx too,
+	// when the response was buffered whole (not yet streamed). A worker
+	// that fails (502) gets the fallback either way.
+	OnWorkerError bool `yaml:"onWorkerError"`
+	// Props is where a request carries its page's props, "query:NAME" or
+	// "header:NAME": each {{sluice.props}} in the body is replaced by them,
+	// as a string literal safe in a <script> (null when absent), for a
+	// client-render shell. "" = none.
+	Props string `yaml:"props"`
 }
 
 // Default returns the built-in configuration: what sluice runs with when
@@ -498,6 +520,7 @@ func Default() *Config {
 			MaxBodyBytes:        10 << 20,
 			BufferResponseBytes: 1 << 20,
 			RetryIdempotent:     true,
+			MaxUpgrades:         1024,
 		},
 		Overload: Overload{
 			PriorityMinShare: 0.05,

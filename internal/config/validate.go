@@ -372,6 +372,7 @@ func (v *validator) upstreams(u *Upstreams) {
 func (v *validator) proxy(c *Config) {
 	p := c.Proxy.PingPath
 	v.urlPath("proxy.pingPath", p, true)
+	v.atLeast("proxy.maxUpgrades", c.Proxy.MaxUpgrades, 1)
 	if p != "" && (p == c.Server.HealthPath || p == c.Server.ReadyPath) {
 		v.errorf("proxy.pingPath", "%q is also server.healthPath or server.readyPath", p)
 	}
@@ -435,6 +436,9 @@ func (v *validator) route(at string, r *Route) {
 		}
 		if f.Body != "" && f.File != "" {
 			v.errorf(at+".fallback.file", "body and file are both set: the fallback's body comes from one")
+		}
+		if kind, name, ok := strings.Cut(f.Props, ":"); f.Props != "" && (!ok || (kind != "query" && kind != "header") || name == "") {
+			v.errorf(at+".fallback.props", "%q is not \"query:NAME\" or \"header:NAME\"", f.Props)
 		}
 	}
 }
