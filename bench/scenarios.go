@@ -18,12 +18,14 @@ const (
 	ScenarioTenants = "tenants"       // 4: a noisy tenant; a priority mix
 	ScenarioHetero  = "hetero"        // 5: 90% cheap, 10% ten times dearer
 	ScenarioHop     = "hop"           // proxy-hop throughput, trivial responses
+	// ScenarioHopCPU ("hop-cpu", bench/hop.go): the front's own CPU per
+	// request beside nginx -> HAProxy's, on trivial Node.js workers.
 )
 
 // Scenarios lists every scenario: the Go demo workers', then the Node.js
-// workers' (node-react, node-async; see NodeWorkloads).
+// workers' (node-react, node-async; see NodeWorkloads), then hop-cpu.
 func Scenarios() []string {
-	return []string{ScenarioGoodput, ScenarioDrop, ScenarioRetry, ScenarioTenants, ScenarioHetero, ScenarioHop, ScenarioNodeReact, ScenarioNodeAsync}
+	return []string{ScenarioGoodput, ScenarioDrop, ScenarioRetry, ScenarioTenants, ScenarioHetero, ScenarioHop, ScenarioNodeReact, ScenarioNodeAsync, ScenarioHopCPU}
 }
 
 // Multiples are the offered loads of scenario goodput, in capacities.
@@ -37,6 +39,9 @@ const RepeatMultiple = 4.0
 func (s *Suite) Run(ctx context.Context, scenario string) error {
 	if w, ok := NodeWorkloadFor(scenario); ok {
 		return s.nodeScenario(ctx, w)
+	}
+	if scenario == ScenarioHopCPU {
+		return s.hopCPU(ctx)
 	}
 	if s.workers == nil && slices.Contains(Scenarios(), scenario) {
 		return fmt.Errorf("bench: scenario %s needs the demo workers, left out (Options.NoDemo)", scenario)

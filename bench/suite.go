@@ -116,6 +116,15 @@ type Options struct {
 	// NodeReactItems is the listing cards of scenario node-react's page:
 	// 0 means NodeReactItems, negative the example's whole page (200).
 	NodeReactItems int
+	// HopRate is scenario hop-cpu's fixed offered rate, requests per
+	// second; 0 means HopCPURate. On a machine busy with other work an
+	// open loop near the fronts' capacity collapses into timeouts: a
+	// lower rate keeps the comparison.
+	HopRate float64
+	// HopBaseline is a second sluice binary that scenario hop-cpu measures
+	// beside SluiceBin (setup sluice-before): an older build, for a
+	// before/after in one run. Empty leaves it out.
+	HopBaseline string
 }
 
 func (o Options) withDefaults() Options {

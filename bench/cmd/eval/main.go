@@ -7,6 +7,7 @@
 //	go run ./bench/cmd/eval -out docs/bench            # every scenario
 //	go run ./bench/cmd/eval -scenarios goodput,hop     # some
 //	go run ./bench/cmd/eval -scenarios node-react,node-async -phase 5s   # the Node.js workers, ~15 min
+//	go run ./bench/cmd/eval -scenarios hop-cpu                # the front's CPU per request beside nginx -> HAProxy, ~12 min
 //
 // It also serves as two of the setups, started by the suite itself:
 //
@@ -76,6 +77,8 @@ func suite(ctx context.Context, args []string, stderr io.Writer) int {
 	nodeWorker := fs.String("node-worker", bench.DefaultNodeWorker, "the Node.js scenarios' worker script (its npm ci done)")
 	nodeReactItems := fs.Int("node-react-items", bench.NodeReactItems, "listing cards of "+bench.ScenarioNodeReact+"'s page; 200 or -1: the example's whole page")
 	nodeSetups := fs.String("node-setups", strings.Join(bench.NodeSetupFamilies(), ","), "comma-separated setup families of the Node.js scenarios")
+	hopRate := fs.Float64("hop-rate", bench.HopCPURate, "scenario "+bench.ScenarioHopCPU+": the fixed offered rate, requests per second")
+	hopBaseline := fs.String("hop-baseline", "", "scenario "+bench.ScenarioHopCPU+": a second sluice binary measured beside -sluice (setup "+bench.HopBaseline+"), for a before/after in one run")
 	rewrite := fs.Bool("rewrite", false, "measure nothing: rewrite the tables and charts in -out from its JSON files")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -121,7 +124,7 @@ func suite(ctx context.Context, args []string, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "eval: -scenarios: unknown scenario %q (want some of %s)\n", sc, strings.Join(bench.Scenarios(), ","))
 			return 2
 		}
-		noDemo = noDemo && bench.IsNodeScenario(sc)
+		noDemo = noDemo && (bench.IsNodeScenario(sc) || sc == bench.ScenarioHopCPU)
 	}
 	if *work == "" {
 		d, err := os.MkdirTemp("", "sluice-eval-")
@@ -162,6 +165,8 @@ func suite(ctx context.Context, args []string, stderr io.Writer) int {
 		NodeWorker:     *nodeWorker,
 		NodeSetups:     families,
 		NodeReactItems: *nodeReactItems,
+		HopBaseline:    *hopBaseline,
+		HopRate:        *hopRate,
 	}
 	if *setups != "" {
 		o.Setups = strings.Split(*setups, ",")
