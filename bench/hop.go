@@ -201,29 +201,8 @@ func startHopNginxHAProxy(ctx context.Context, name, nginxBin, haproxyBin string
 	if err != nil {
 		return nil, err
 	}
-	hpath, npath := filepath.Join(dir, "haproxy.cfg"), filepath.Join(dir, "nginx.conf")
-	if err := os.WriteFile(hpath, hcfg, 0o644); err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(npath, ncfg, 0o644); err != nil {
-		return nil, err
-	}
-	f := &Front{Name: name, URL: "http://" + nlisten + "/"}
-	hp, err := StartProcess(name+"-haproxy", filepath.Join(dir, "haproxy.log"), nil, haproxyBin, "-db", "-f", hpath)
+	f, err := runNginxHAProxy(ctx, name, nginxBin, haproxyBin, dir, hcfg, ncfg, "http://"+nlisten+"/", "")
 	if err != nil {
-		return nil, err
-	}
-	f.Procs = append(f.Procs, hp)
-	np, err := StartProcess(name+"-nginx", filepath.Join(dir, "nginx.log"), nil, nginxBin, "-p", dir, "-c", npath)
-	if err != nil {
-		f.Stop()
-		return nil, err
-	}
-	f.Procs = append(f.Procs, np)
-	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	if err := WaitStarted(wctx, f.URL, hp, np); err != nil {
-		f.Stop()
 		return nil, err
 	}
 	return &hopFront{name: name, front: f, h1: f.URL, h2: "http://" + h2listen + "/"}, nil

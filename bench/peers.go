@@ -142,6 +142,12 @@ func startNginxHAProxy(ctx context.Context, name, nginxBin, haproxyBin string, h
 	if err != nil {
 		return nil, err
 	}
+	return runNginxHAProxy(ctx, name, nginxBin, haproxyBin, dir, hcfg, ncfg, fmt.Sprintf("http://127.0.0.1:%d/", nport), probe)
+}
+
+// runNginxHAProxy writes the two configs to dir, starts HAProxy and then
+// nginx in front of it, and waits until url+probe answers through both.
+func runNginxHAProxy(ctx context.Context, name, nginxBin, haproxyBin, dir string, hcfg, ncfg []byte, url, probe string) (*Front, error) {
 	hpath, npath := filepath.Join(dir, "haproxy.cfg"), filepath.Join(dir, "nginx.conf")
 	if err := os.WriteFile(hpath, hcfg, 0o644); err != nil {
 		return nil, err
@@ -149,7 +155,7 @@ func startNginxHAProxy(ctx context.Context, name, nginxBin, haproxyBin string, h
 	if err := os.WriteFile(npath, ncfg, 0o644); err != nil {
 		return nil, err
 	}
-	f := &Front{Name: name, URL: fmt.Sprintf("http://127.0.0.1:%d/", nport)}
+	f := &Front{Name: name, URL: url}
 	// -db: stay in the foreground, so that its PID is the one we stop.
 	hp, err := StartProcess(name+"-haproxy", filepath.Join(dir, "haproxy.log"), nil, haproxyBin, "-db", "-f", hpath)
 	if err != nil {
