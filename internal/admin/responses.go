@@ -1,6 +1,8 @@
 package admin
 
 import (
+	"bufio"
+	"net"
 	"net/http"
 	"strconv"
 	"sync/atomic"
@@ -71,6 +73,17 @@ func (w *statusWriter) Flush() {
 }
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Hijack is for upgrades (WebSockets): the handler answers on the
+// connection itself, which in sluice means 101 Switching Protocols, a
+// status the wrapper would not see otherwise.
+func (w *statusWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, rw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err == nil && w.status == 0 {
+		w.status = http.StatusSwitchingProtocols
+	}
+	return c, rw, err
+}
 
 // Collector returns the collector of rs: with namespace "sluice",
 // sluice_requests_total{code}, one series per status code seen (code

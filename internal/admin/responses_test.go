@@ -44,6 +44,39 @@ func TestResponses(t *testing.T) {
 	}
 }
 
+// A hijacked connection (an upgrade answered on the connection itself) is
+// counted as 101, not as the 200 net/http would otherwise be credited with.
+func TestResponsesHijack(t *testing.T) {
+	var rs admin.Responses
+	wrapped := rs.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Errorf("hijack through the wrapper: %v", err)
+			return
+		}
+		defer c.Close()
+		brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n")
+		brw.Flush()
+	}))
+	counted := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		wrapped.ServeHTTP(w, r)
+		close(counted)
+	}))
+	defer srv.Close()
+	req, _ := http.NewRequest("GET", srv.URL, nil)
+	req.Header.Set("Connection", "Upgrade")
+	req.Header.Set("Upgrade", "echo")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	<-counted
+	values, _ := scrape(t, rs.Collector("sluice"))
+	diff(t, "value of", values, map[string]string{`sluice_requests_total{code="101"}`: "1"})
+}
+
 func TestBuildInfo(t *testing.T) {
 	values, _ := scrape(t, admin.NewBuildInfoCollector("sluice", "v1.2.3"))
 	if len(values) != 1 {
