@@ -10,7 +10,15 @@ import (
 )
 
 // The fast path: under the limit, nobody waiting.
-func BenchmarkAcquireRelease(b *testing.B) {
+func BenchmarkAcquireRelease(b *testing.B) { benchAcquire(b, admission.Permit.Release) }
+
+func BenchmarkAcquireReleaseParallel(b *testing.B) {
+	benchAcquireParallel(b, admission.Permit.Release)
+}
+
+// benchAcquire takes and gives back (with giveBack) a slot of a controller
+// with room to spare, one goroutine.
+func benchAcquire(b *testing.B, giveBack func(admission.Permit)) {
 	c := newBenchController(b, 1000)
 	ctx := context.Background()
 	b.ReportAllocs()
@@ -19,11 +27,12 @@ func BenchmarkAcquireRelease(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		p.Release()
+		giveBack(p)
 	}
 }
 
-func BenchmarkAcquireReleaseParallel(b *testing.B) {
+// benchAcquireParallel is benchAcquire on every P.
+func benchAcquireParallel(b *testing.B, giveBack func(admission.Permit)) {
 	c := newBenchController(b, 1000)
 	ctx := context.Background()
 	b.ReportAllocs()
@@ -34,7 +43,7 @@ func BenchmarkAcquireReleaseParallel(b *testing.B) {
 				b.Error(err)
 				return
 			}
-			p.Release()
+			giveBack(p)
 		}
 	})
 }
