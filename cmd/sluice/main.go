@@ -1,78 +1,13 @@
 // Command sluice fronts HTTP services and the worker processes it supervises,
 // keeping them fast and alive under more traffic than they can serve.
 //
-// This file is wiring only: each subcommand lives in its own file.
+// The command itself is package internal/cli.
 package main
 
 import (
-	"context"
-	"fmt"
-	"io"
 	"os"
-	"os/signal"
-	"syscall"
 
-	"github.com/sluicehq/sluice/internal/supervisor"
+	"github.com/sluicehq/sluice/internal/cli"
 )
 
-// command is one subcommand. run returns the process exit code.
-type command struct {
-	name    string
-	summary string
-	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) int
-}
-
-func commands() []command {
-	return []command{
-		{"serve", "run the front server (with workers or upstreams from the config, else the embedded demo app)", runServe},
-		{"demo", "run sluice in front of built-in demo workers and print a load ramp, with and without admission control", runDemo},
-		{"bench", "open-loop load generator and overload report (only against your own servers)", runBench},
-		{"validate", "check a config file; --print-defaults prints every default", runValidate},
-		{"version", "print the version", runVersion},
-		{"demo-worker", "a single-threaded demo renderer on $PORT or $SLUICE_SOCKET (started by demo; usable as a worker)", runDemoWorker},
-	}
-}
-
-func main() {
-	// A worker's guard is this binary re-executed (see serve's workers):
-	// it never reaches the commands.
-	supervisor.GuardMain()
-	// Signals are the serve command's business (it drains on the first and
-	// cuts on the second); here they only cancel ctx for the others.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
-}
-
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		usage(stderr)
-		return 2
-	}
-	name := args[0]
-	if name == "help" || name == "-h" || name == "--help" {
-		if len(args) > 1 {
-			return run(ctx, []string{args[1], "-h"}, stdout, stderr)
-		}
-		usage(stdout)
-		return 0
-	}
-	for _, c := range commands() {
-		if c.name == name {
-			return c.run(ctx, args[1:], stdout, stderr)
-		}
-	}
-	fmt.Fprintf(stderr, "sluice: unknown command %q\n\n", name)
-	usage(stderr)
-	return 2
-}
-
-func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: sluice <command> [flags]")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "commands:")
-	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-12s %s\n", c.name, c.summary)
-	}
-	fmt.Fprintln(w, "  help         help [command] prints a command's flags")
-}
+func main() { os.Exit(cli.Main(cli.Extensions{})) }

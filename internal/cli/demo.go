@@ -1,0 +1,411 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/config"
+	"github.com/sluicehq/sluice/internal/demo"
+	"github.com/sluicehq/sluice/internal/loadgen"
+	"github.com/sluicehq/sluice/internal/supervisor"
+)
+
+const demoUsage = `usage: sluice demo [flags]
+
+Starts sluice in front of single-threaded demo workers (sluice itself,
+re-executed as CPU-bound renderers: one render at a time each, like Node.js
+SSR processes), measures their capacity, then offers an open-loop load ramp
+past it, twice: through sluice, and to the same workers through a plain
+round-robin proxy with no admission control. It prints, per offered rate,
+goodput (answers within the client's timeout per second), success ratio,
+latency of successes and what was shed.
+
+flags:
+`
+
+type demoFlags struct {
+	workers   int
+	cpu       time.Duration
+	step      time.Duration
+	loads     []float64
+	timeout   time.Duration
+	keepAlive bool
+	verbose   bool
+}
+
+func parseDemoFlags(args []string, stderr io.Writer) (*demoFlags, error) {
+	f := &demoFlags{}
+	fs := flag.NewFlagSet("sluice demo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.IntVar(&f.workers, "workers", numCPU(), "worker processes")
+	fs.DurationVar(&f.cpu, "cpu", 10*time.Millisecond, "CPU work per render")
+	fs.DurationVar(&f.step, "step", 5*time.Second, "duration of each load step")
+	loads := fs.String("loads", "0.5,1,2,4", "offered load steps, as multiples of measured capacity")
+	fs.DurationVar(&f.timeout, "timeout", time.Second, "client timeout (the caller's patience)")
+	fs.BoolVar(&f.keepAlive, "keepalive", true, "clients reuse connections (false: a new connection per request)")
+	fs.BoolVar(&f.verbose, "v", false, "log sluice's and the workers' events")
+	fs.Usage = func() { fmt.Fprint(fs.Output(), demoUsage); fs.PrintDefaults() }
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	case f.workers < 1:
+		return nil, fmt.Errorf("-workers %d: want at least 1", f.workers)
+	case f.cpu <= 0 || f.cpu > demo.MaxCPU:
+		return nil, fmt.Errorf("-cpu %v: want more than 0 and at most %v", f.cpu, demo.MaxCPU)
+	case f.step < time.Second:
+		return nil, fmt.Errorf("-step %v: want at least 1s", f.step)
+	case f.timeout <= 0:
+		return nil, fmt.Errorf("-timeout %v: want more than 0", f.timeout)
+	}
+	for _, s := range strings.Split(*loads, ",") {
+		x, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+		if err != nil || x <= 0 || x > 100 {
+			return nil, fmt.Errorf("-loads %q: want comma-separated multiples in (0, 100]", *loads)
+		}
+		f.loads = append(f.loads, x)
+	}
+	return f, nil
+}
+
+func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	f, err := parseDemoFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "sluice demo:", err)
+		return 2
+	}
+	if err := demoRun(ctx, f, stdout, stderr); err != nil {
+		fmt.Fprintln(stderr, "sluice demo:", err)
+		return 1
+	}
+	return 0
+}
+
+func demoRun(ctx context.Context, f *demoFlags, stdout, stderr io.Writer) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	work := demo.Calibrate(200 * time.Millisecond)
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	cfg := config.Default()
+	cfg.Server.Listen = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	cfg.Server.DrainDelay = 0
+	cfg.Server.ShutdownTimeout = 10 * time.Second
+	cfg.Admin.Listen = config.AdminOff
+	wc, err := config.Parse("demo", []byte("workers: {command: [placeholder], readyPath: "+demo.ReadyPath+"}\n"))
+	if err != nil {
+		return err
+	}
+	cfg.Workers = wc.Workers
+	cfg.Workers.Command = []string{self, "demo-worker"}
+	cfg.Workers.Count = config.Count(f.workers)
+	cfg.Workers.Env = map[string]string{demo.EnvUnits: strconv.FormatFloat(work.UnitsPerMilli(), 'f', -1, 64)}
+	cfg.Workers.StopTimeout = 5 * time.Second
+
+	logOut := io.Discard
+	if f.verbose {
+		logOut = stderr
+	}
+	rr := &roundRobin{}
+	s, err := newService(cfg, "", slog.New(slog.NewTextHandler(logOut, nil)), logOut, rr)
+	if err != nil {
+		return err
+	}
+	drain, stop := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() { done <- s.run(drain, nil) }()
+	defer func() {
+		stop()
+		<-done
+	}()
+	baseline := &http.Server{Handler: rr, ReadHeaderTimeout: 10 * time.Second}
+	bln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	go baseline.Serve(bln)
+	defer baseline.Close()
+
+	fmt.Fprintf(stdout, "sluice demo: %d single-threaded workers, %v of CPU per render, client timeout %v, keep-alive %v\n",
+		f.workers, f.cpu, f.timeout, f.keepAlive)
+	sluiceURL := "http://" + cfg.Server.Listen + "/?cpu=" + strconv.FormatFloat(float64(f.cpu)/float64(time.Millisecond), 'f', -1, 64)
+	if err := waitReady(ctx, "http://"+cfg.Server.Listen+cfg.Server.ReadyPath, 30*time.Second); err != nil {
+		return err
+	}
+	// Closed-loop clients, more than the workers so that sluice's queue
+	// keeps every worker busy: the most the workers can render.
+	clients := 4 * f.workers
+	capacity, err := measureCapacity(ctx, sluiceURL, clients, 2*time.Second)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "measured capacity: %.0f renders/s (%d clients in a closed loop for 2s)\n\n", capacity, clients)
+
+	var phases []loadgen.Phase
+	for _, m := range f.loads {
+		phases = append(phases, loadgen.Phase{Name: fmt.Sprintf("%gx", m), Rate: m * capacity, Duration: f.step})
+	}
+	systems := []struct{ name, url string }{
+		{"sluice", sluiceURL},
+		{"no admission", "http://" + bln.Addr().String() + "/?cpu=" + strings.TrimPrefix(sluiceURL, "http://"+cfg.Server.Listen+"/?cpu=")},
+	}
+	reports := make([]*loadgen.Report, len(systems))
+	for i, sys := range systems {
+		fmt.Fprintf(stderr, "running %s: %d steps of %v...\n", sys.name, len(phases), f.step)
+		rep, err := loadgen.Run(ctx, loadgen.Config{
+			URL: sys.url, Phases: phases, Timeout: f.timeout, DisableKeepAlives: !f.keepAlive,
+			LoopbackOnly: true, Seed: 1,
+		})
+		if err != nil {
+			return err
+		}
+		reports[i] = rep
+		if i == len(systems)-1 {
+			break // the last run's leftovers only delay the exit
+		}
+		// What a run left queued in the workers would slow the next one:
+		// wait until they are idle again.
+		if err := waitIdle(ctx, s.sup, 30*time.Second); err != nil {
+			return err
+		}
+	}
+	return demoTable(stdout, capacity, phases, systems[0].name, systems[1].name, reports)
+}
+
+func demoTable(w io.Writer, capacity float64, phases []loadgen.Phase, a, b string, reps []*loadgen.Report) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "offered\tsystem\tgoodput\tof capacity\tsuccess\tp50\tp99\tfailures\t")
+	for i, p := range phases {
+		for j, name := range []string{a, b} {
+			st := reps[j].Phases[i].Stats
+			fmt.Fprintf(tw, "%.0f/s (%s)\t%s\t%.0f/s\t%.0f%%\t%.1f%%\t%s\t%s\t%s\t\n", p.Rate, p.Name, name,
+				st.Goodput, 100*st.Goodput/capacity, 100*st.SuccessRatio,
+				fmtLatency(st.Latency.P50, st.Successes), fmtLatency(st.Latency.P99, st.Successes), fmtErrors(st.Errors))
+		}
+	}
+	return tw.Flush()
+}
+
+func fmtLatency(d time.Duration, n int64) string {
+	if n == 0 {
+		return "-"
+	}
+	return d.Round(100 * time.Microsecond).String()
+}
+
+func fmtErrors(m map[string]int64) string {
+	if len(m) == 0 {
+		return "-"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return m[keys[i]] > m[keys[j]] })
+	var parts []string
+	for _, k := range keys[:min(3, len(keys))] {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// waitReady polls url until it answers 200: a starting process has no
+// other way to tell.
+func waitReady(ctx context.Context, url string, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		resp, err := http.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not ready after %v", url, within)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// waitIdle waits until no worker has a render in flight.
+func waitIdle(ctx context.Context, sup *supervisor.Supervisor, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		busy := 0
+		for _, w := range sup.Stats().Workers {
+			if w.Network != "tcp" || w.Addr == "" {
+				continue
+			}
+			resp, err := http.Get("http://" + w.Addr + demo.StatsPath)
+			if err != nil {
+				continue
+			}
+			var st demo.Stats
+			err = jsonDecode(resp.Body, &st)
+			resp.Body.Close()
+			if err == nil && st.Inflight > 0 {
+				busy++
+			}
+		}
+		if busy == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("workers still busy after %v", within)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// measureCapacity runs n clients in a closed loop for d and returns the
+// completions per second: the workers' real capacity, HTTP included.
+func measureCapacity(ctx context.Context, url string, n int, d time.Duration) (float64, error) {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n}}
+	var done atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range n {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+				resp, err := client.Do(req)
+				if err != nil {
+					continue
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					done.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	c := float64(done.Load()) / time.Since(start).Seconds()
+	if c <= 0 {
+		return 0, errors.New("capacity measurement: no request succeeded")
+	}
+	return c, nil
+}
+
+// roundRobin is the baseline: the same workers reached with no admission
+// control, no queue and no idle-slot dispatch, as Node's cluster module or a
+// plain round-robin proxy would. It implements supervisor.Balancer.
+type roundRobin struct {
+	mu   sync.Mutex
+	eps  []supervisor.Endpoint
+	next atomic.Uint64
+	once sync.Once
+	rp   *httputil.ReverseProxy
+}
+
+func (r *roundRobin) Add(e supervisor.Endpoint) {
+	r.mu.Lock()
+	r.eps = append(r.eps, e)
+	r.mu.Unlock()
+}
+
+func (r *roundRobin) Remove(id int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, e := range r.eps {
+		if e.ID == id {
+			r.eps = append(r.eps[:i], r.eps[i+1:]...)
+			return
+		}
+	}
+}
+
+func (r *roundRobin) Drain(ctx context.Context, id int) error {
+	r.Remove(id)
+	return nil
+}
+
+func (r *roundRobin) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	r.once.Do(func() {
+		r.rp = &httputil.ReverseProxy{
+			Rewrite:   func(pr *httputil.ProxyRequest) { pr.Out.URL.Scheme, pr.Out.URL.Host = "http", pr.In.Host },
+			Transport: &http.Transport{MaxIdleConnsPerHost: 1024},
+			ErrorLog:  log.New(io.Discard, "", 0),
+		}
+	})
+	r.mu.Lock()
+	if len(r.eps) == 0 {
+		r.mu.Unlock()
+		http.Error(w, "no worker", http.StatusBadGateway)
+		return
+	}
+	e := r.eps[int(r.next.Add(1))%len(r.eps)]
+	r.mu.Unlock()
+	out := req.Clone(req.Context())
+	out.Host = e.Addr
+	out.URL = &url.URL{Scheme: "http", Host: e.Addr, Path: req.URL.Path, RawQuery: req.URL.RawQuery}
+	r.rp.ServeHTTP(w, out)
+}
+
+// runDemoWorker is the hidden `demo-worker` command: sluice re-executed as
+// a single-threaded demo renderer (see internal/demo). `sluice demo` starts
+// it; it is also handy as a worker in your own configs and benchmarks.
+func runDemoWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		fmt.Fprintln(stderr, "usage: sluice demo-worker (configured by PORT or SLUICE_SOCKET, and SLUICE_DEMO_UNITS_PER_MS)")
+		if args[0] == "-h" || args[0] == "--help" {
+			return 0
+		}
+		return 2
+	}
+	if err := demo.RunWorker(ctx, os.Getenv); err != nil {
+		fmt.Fprintln(stderr, "sluice demo-worker:", err)
+		return 1
+	}
+	return 0
+}
+
+func jsonDecode(r io.Reader, v any) error { return json.NewDecoder(r).Decode(v) }

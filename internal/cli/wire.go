@@ -1,0 +1,196 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/admission"
+	"github.com/sluicehq/sluice/internal/config"
+	"github.com/sluicehq/sluice/internal/proxy"
+	"github.com/sluicehq/sluice/internal/supervisor"
+)
+
+// This file maps the configuration onto the components' options. It holds
+// no behaviour of its own: every rule lives in the package it configures.
+// The admission Controller's options are built by internal/wire, which the
+// evaluation suite's library-face server shares.
+
+// classifier builds the request classifier from routes, tenants and trust.
+func classifier(cfg *config.Config) (*admission.Classifier, error) {
+	key, err := admission.ParseTenantKey(cfg.Tenants.Key)
+	if err != nil {
+		return nil, err
+	}
+	c := &admission.Classifier{TrustedPeers: cfg.Server.TrustedPeers, TrustedProxies: cfg.Server.TrustedProxies, Tenant: key}
+	for _, r := range cfg.Routes {
+		p, err := admission.ParsePriority(r.Priority)
+		if err != nil {
+			return nil, err
+		}
+		rule := admission.Rule{Method: r.Match.Method, PathPrefix: r.Match.PathPrefix, Priority: p, Cost: r.Cost, Timeout: r.Timeout}
+		if h := r.Match.Header; h != "" {
+			name, value, _ := strings.Cut(h, ":")
+			rule.Header, rule.HeaderValue = strings.TrimSpace(name), strings.TrimSpace(value)
+		}
+		c.Rules = append(c.Rules, rule)
+	}
+	return c, nil
+}
+
+// proxyOptions builds the proxy's options; the routes' fallbacks are
+// chosen per request (routeFallbacks), through live.
+func proxyOptions(cfg *config.Config, ctrl *admission.Controller, cls *admission.Classifier, base string, log *slog.Logger) (proxy.Options, error) {
+	p := cfg.Proxy
+	o := proxy.Options{
+		Controller: ctrl,
+		// The seed's eluMax, per worker: the saturation each adaptive
+		// worker's limit keeps under.
+		WorkerLimit:         proxy.WorkerLimit{MaxSaturation: cfg.Server.Backpressure.SaturationMax},
+		Classify:            cls.Classify,
+		PingPath:            p.PingPath,
+		NoPing:              p.PingPath == "",
+		Timeout:             p.Timeout,
+		MaxBodyBytes:        p.MaxBodyBytes,
+		MaxBufferedBytes:    p.MaxBufferedBytes, // 0: derived from the machine, as in the file
+		BufferResponseBytes: p.BufferResponseBytes,
+		MaxUpgrades:         p.MaxUpgrades,
+		SlowStart:           slowStart(cfg),
+		Logger:              log,
+	}
+	o.Trust = func(r *http.Request) proxy.Trust {
+		return proxy.Trust{Peer: cls.Trusted(r), Proxy: cls.TrustedProxy(r)}
+	}
+	if o.Timeout == 0 {
+		o.Timeout = -1
+	}
+	if o.MaxBodyBytes == 0 {
+		o.MaxBodyBytes = -1 // bounded by MaxBufferedBytes alone
+	}
+	if o.BufferResponseBytes == 0 {
+		o.BufferResponseBytes = -1
+	}
+	return o, nil
+}
+
+// routeFallbacks is each route's fallback, by the index of the
+// classifier rule the route became: a fallback belongs to its route, and
+// the first route a request matches (method, path, header) decides.
+type routeFallbacks struct {
+	cls       *admission.Classifier // the rules the indexes refer to
+	fallbacks []*proxy.Fallback     // nil: the route has none
+	methods   []string              // each route's match.method
+}
+
+// newRouteFallbacks reads cfg's routes' fallbacks (a file's body now),
+// against cls, the classifier built from the same routes.
+func newRouteFallbacks(cfg *config.Config, cls *admission.Classifier, base string) (*routeFallbacks, error) {
+	rf := &routeFallbacks{cls: cls, fallbacks: make([]*proxy.Fallback, len(cfg.Routes)), methods: make([]string, len(cfg.Routes))}
+	for i, r := range cfg.Routes {
+		rf.methods[i] = r.Match.Method
+		if r.Fallback == nil {
+			continue
+		}
+		body := []byte(r.Fallback.Body)
+		if f := r.Fallback.File; f != "" {
+			b, err := os.ReadFile(resolve(base, f))
+			if err != nil {
+				return nil, fmt.Errorf("routes[%d].fallback: %w", i, err)
+			}
+			body = b
+		}
+		rf.fallbacks[i] = &proxy.Fallback{PathPrefix: "/", Status: r.Fallback.Status, ContentType: r.Fallback.ContentType, Body: body,
+			OnWorkerError: r.Fallback.OnWorkerError, Props: r.Fallback.Props}
+	}
+	return rf, nil
+}
+
+// choose returns the fallback for r: its route's, if the first route r
+// matches has one. A request that changes state (any method but GET, HEAD
+// and OPTIONS) never gets a fallback in place of the work it asked for,
+// unless its route's match names that method: a shed POST must not read
+// as done.
+func (rf *routeFallbacks) choose(r *http.Request) *proxy.Fallback {
+	i := rf.cls.Match(r)
+	if i < 0 || i >= len(rf.fallbacks) || rf.fallbacks[i] == nil {
+		return nil
+	}
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+	default:
+		if rf.methods[i] != r.Method {
+			return nil
+		}
+	}
+	return rf.fallbacks[i]
+}
+
+// supervisorOptions builds the worker supervisor's options.
+func supervisorOptions(w *config.Workers, base string, out io.Writer, log *slog.Logger) supervisor.Options {
+	concurrency, adaptive := w.Concurrency.Limit(w.MaxConcurrency)
+	o := supervisor.Options{
+		Command:         w.Command,
+		Count:           w.Count.Resolve(numCPU()),
+		Concurrency:     concurrency,
+		Adaptive:        adaptive,
+		Dir:             resolve(base, w.Dir),
+		AddressMode:     supervisor.AddressMode(w.Address),
+		ReadyPath:       w.ReadyPath,
+		StartTimeout:    w.StartTimeout,
+		WarmupRequests:  w.WarmupRequests,
+		WarmupPath:      w.WarmupPath,
+		BackoffMin:      w.RestartBackoff.Initial,
+		BackoffMax:      w.RestartBackoff.Max,
+		CrashLoopExits:  w.CrashLoop.Exits,
+		CrashLoopWindow: w.CrashLoop.Window,
+		StopTimeout:     w.StopTimeout,
+		Logger:          log,
+		Output:          out,
+	}
+	for k, v := range w.Env {
+		o.Env = append(o.Env, k+"="+v)
+	}
+	return o
+}
+
+// resolve makes p relative to the config file's directory base.
+func resolve(base, p string) string {
+	if p == "" || filepath.IsAbs(p) || base == "" {
+		return p
+	}
+	return filepath.Join(base, p)
+}
+
+func slowStart(cfg *config.Config) time.Duration {
+	if cfg.Workers == nil {
+		return 0
+	}
+	return cfg.Workers.SlowStart
+}
+
+// staticOptions builds the health checker of upstreams sluice does not
+// start. "unix:/path" addresses are Unix sockets.
+func staticOptions(u *config.Upstreams, log *slog.Logger) supervisor.StaticOptions {
+	o := supervisor.StaticOptions{
+		HealthPath: u.HealthCheck.Path,
+		Interval:   u.HealthCheck.Interval,
+		Timeout:    u.HealthCheck.Timeout,
+		Fall:       u.HealthCheck.Fails,
+		Rise:       u.HealthCheck.Passes,
+		Logger:     log,
+	}
+	for _, s := range u.Servers {
+		n, adaptive := s.Concurrency.Limit(s.MaxConcurrency)
+		e := supervisor.Endpoint{Network: "tcp", Addr: s.Address, Concurrency: n, Adaptive: adaptive}
+		if path, ok := strings.CutPrefix(s.Address, "unix:"); ok {
+			e.Network, e.Addr = "unix", path
+		}
+		o.Upstreams = append(o.Upstreams, e)
+	}
+	return o
+}

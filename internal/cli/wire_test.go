@@ -1,0 +1,122 @@
+package cli
+
+import (
+	"net/http/httptest"
+	"testing"
+
+	"github.com/sluicehq/sluice/admission"
+	"github.com/sluicehq/sluice/internal/config"
+)
+
+// workers.concurrency maps onto the supervisor: auto is adaptive up to
+// maxConcurrency, a number is the fixed limit.
+func TestSupervisorOptionsConcurrency(t *testing.T) {
+	for _, tt := range []struct {
+		yaml         string
+		wantN        int
+		wantAdaptive bool
+	}{
+		{"workers: {command: w}", 64, true},
+		{"workers: {command: w, concurrency: auto, maxConcurrency: 12}", 12, true},
+		{"workers: {command: w, concurrency: 3}", 3, false},
+	} {
+		cfg, err := config.Parse("t", []byte(tt.yaml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := supervisorOptions(cfg.Workers, "", nil, nil)
+		if o.Concurrency != tt.wantN || o.Adaptive != tt.wantAdaptive {
+			t.Errorf("%s: got concurrency %d adaptive %v, want %d %v", tt.yaml, o.Concurrency, o.Adaptive, tt.wantN, tt.wantAdaptive)
+		}
+	}
+}
+
+// In front mode the seed's eluMax is each adaptive worker's threshold.
+func TestProxyOptionsWorkerLimit(t *testing.T) {
+	cfg, err := config.Parse("t", []byte("server: {backpressure: {eluMax: 0.7}}\nworkers: {command: w}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := proxyOptions(cfg, nil, &admission.Classifier{}, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := o.WorkerLimit.MaxSaturation; got != 0.7 {
+		t.Errorf("got WorkerLimit.MaxSaturation %v, want 0.7 (server.backpressure.eluMax)", got)
+	}
+}
+
+func TestStaticOptions(t *testing.T) {
+	cfg, err := config.Parse("t", []byte(`upstreams:
+  servers: ["127.0.0.1:8080", {address: "unix:/run/app.sock", concurrency: 4}, {address: "127.0.0.1:8081", maxConcurrency: 9}]
+  healthCheck: {path: /healthz, fails: 2, passes: 3}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := staticOptions(cfg.Upstreams, nil)
+	if len(o.Upstreams) != 3 {
+		t.Fatalf("got %d upstreams, want 3", len(o.Upstreams))
+	}
+	if u := o.Upstreams[0]; u.Network != "tcp" || u.Addr != "127.0.0.1:8080" || u.Concurrency != 64 || !u.Adaptive {
+		t.Errorf("first upstream: got %+v, want tcp 127.0.0.1:8080, adaptive up to 64", u)
+	}
+	if u := o.Upstreams[1]; u.Network != "unix" || u.Addr != "/run/app.sock" || u.Concurrency != 4 || u.Adaptive {
+		t.Errorf("unix upstream: got %+v, want unix /run/app.sock, fixed concurrency 4", u)
+	}
+	if u := o.Upstreams[2]; u.Concurrency != 9 || !u.Adaptive {
+		t.Errorf("third upstream: got %+v, want adaptive up to 9", u)
+	}
+	if o.HealthPath != "/healthz" || o.Fall != 2 || o.Rise != 3 {
+		t.Errorf("health check: got path %q fall %d rise %d", o.HealthPath, o.Fall, o.Rise)
+	}
+}
+
+// A fallback belongs to its route: the first route a request matches
+// decides, and a request that changes state gets a fallback only from a
+// route that names its method.
+func TestRouteFallbacks(t *testing.T) {
+	cfg, err := config.Parse("t", []byte(`workers: {command: w}
+routes:
+  - match: {pathPrefix: /api, header: "X-Beta"}
+    priority: sheddable
+  - match: {method: POST, pathPrefix: /batch}
+    fallback: {body: client-render, status: 200}
+  - match: {pathPrefix: /}
+    fallback: {body: shell}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cls, err := classifier(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rf, err := newRouteFallbacks(cfg, cls, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		method, target, beta, want string
+	}{
+		{"GET", "/home", "", "shell"},
+		{"HEAD", "/home", "", "shell"},
+		{"POST", "/home", "", ""},   // a shed POST must not read as done
+		{"DELETE", "/home", "", ""}, // nor a DELETE
+		{"POST", "/batch", "", "client-render"},
+		{"GET", "/api/x", "1", ""}, // its route has none: no other route's
+		{"GET", "/api/x", "", "shell"},
+	} {
+		r := httptest.NewRequest(tt.method, tt.target, nil)
+		if tt.beta != "" {
+			r.Header.Set("X-Beta", tt.beta)
+		}
+		got := ""
+		if f := rf.choose(r); f != nil {
+			got = string(f.Body)
+		}
+		if got != tt.want {
+			t.Errorf("%s %s (X-Beta %q): got fallback %q, want %q", tt.method, tt.target, tt.beta, got, tt.want)
+		}
+	}
+}
