@@ -25,6 +25,7 @@ func withFaults(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case FaultLoopPath:
+			//lint:ignore SA5002 the endless loop is the fault this path injects
 			for { // spins one P; the runtime still preempts it, so the server lives
 			}
 		case FaultExitPath:
