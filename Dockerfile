@@ -35,7 +35,7 @@ RUN go mod download
 COPY . .
 ARG VERSION=""
 RUN CGO_ENABLED=0 go build -trimpath \
-      -ldflags="-s -w -X main.version=${VERSION}" \
+      -ldflags="-s -w -X github.com/sluicehq/sluice/internal/cli.version=${VERSION}" \
       -o /out/sluice ./cmd/sluice \
  && /out/sluice version
 

@@ -18,6 +18,10 @@ const (
 	HeaderTenant   = "Sluice-Tenant"   // the fairness key
 	HeaderTimeout  = "Sluice-Timeout"  // remaining budget in milliseconds
 	HeaderShed     = "Sluice-Shed"     // on shed responses: the Reason
+
+	// HeaderPrefix begins every sluice header. A request's headers with it
+	// are believed only from trusted peers.
+	HeaderPrefix = "Sluice-"
 )
 
 // maxTenantKey bounds the tenant keys taken from requests: a key is part of
@@ -208,7 +212,7 @@ func (c *Classifier) tenant(r *http.Request, peer netip.Addr, trusted bool) stri
 	var key string
 	switch c.Tenant.Kind {
 	case TenantHeader:
-		if trusted || !strings.HasPrefix(c.Tenant.Name, "Sluice-") {
+		if trusted || !strings.HasPrefix(c.Tenant.Name, HeaderPrefix) {
 			key = r.Header.Get(c.Tenant.Name)
 		}
 	case TenantCookie:

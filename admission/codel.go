@@ -53,7 +53,8 @@ func codelFloor(service time.Duration, slots int64) time.Duration {
 // time shed 1.5% at 0.95x there, two none) and below one at sixty (async
 // workers: their requests mostly wait on I/O, and queueing longer than
 // their own I/O wait only doubles the latency). Where service times are
-// well under the target, as in 004's setting, the target rules.
+// well under the target (an API answering in a millisecond), the target
+// rules.
 //
 // Pure: time is a parameter. Not safe for concurrent use (the Controller
 // calls it under its mutex).

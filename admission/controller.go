@@ -14,7 +14,8 @@ import (
 // The admission state is one atomic word, so that the fast path admits with
 // a single atomic add that is checked against the limit in force at that
 // instant, and undone when it does not fit: a burst of goroutines can never
-// overshoot the limit (the anchors' check-then-act admission does).
+// overshoot the limit, as a check-then-act admission (read in flight, then
+// add) does when several goroutines read the same last free slot.
 //
 //	bits  0..29  in flight (slots in use)
 //	bits 30..59  limit
@@ -56,95 +57,6 @@ func fitsAfter(s uint64, cost int64) bool {
 func fits(s uint64, cost int64) bool {
 	in, lim := inflightOf(s), limitOf(s)
 	return in+cost <= lim || (in == 0 && cost > lim)
-}
-
-// Options configure a Controller. The zero value is usable: a limit that
-// finds itself (limit.Auto), a FIFO queue of 100 with a 5 s timeout, no
-// saturation signal.
-type Options struct {
-	// Limit computes the concurrency limit. nil means limit.Auto with its
-	// defaults: never below the usable CPUs, cut at once when CPU-bound
-	// handlers oversubscribe them, grown while the CPUs are idle, bounded
-	// where the RTT shows a downstream's cap. The Controller calls its
-	// Observe for every Permit.Done and its Tick once every SampleWindow.
-	Limit limit.Algorithm
-
-	// QueueSize bounds the number of waiting requests. Zero means 100;
-	// negative means no queue: a request over the limit is shed at once
-	// with ReasonLimit.
-	QueueSize int
-
-	// QueueTimeout bounds how long a request waits for a slot before it is
-	// shed with ReasonQueueTimeout. Zero means 5 s; negative means no
-	// timeout (the caller's context still applies).
-	QueueTimeout time.Duration
-
-	// Signal is the process's saturation signal; nil means none, or with
-	// no Limit either, the default limit.Auto's (the CPUs oversubscribed:
-	// goroutines waiting for a P). While it
-	// is above MaxSaturation, requests that would have to wait are shed at
-	// once with ReasonSaturated instead of queueing: queueing behind a
-	// saturated process only adds latency.
-	Signal limit.Signal
-
-	// MaxSaturation is the saturation above which waiting is refused.
-	// Zero means 0.95, the seed's eluMax.
-	MaxSaturation float64
-
-	// SampleWindow is the period of the limit algorithm's Tick and of the
-	// per-window log records. Zero means the algorithm's own window if it
-	// has one (limit.Paced: 100 ms for limit.Auto), else 1 s; negative
-	// disables the background loop (Tick is then never called, and an Auto
-	// limit stays at its floor).
-	SampleWindow time.Duration
-
-	// SmoothingFactor is the weight of a new sample in the smoothed
-	// latency (an EWMA). Zero means 0.2.
-	SmoothingFactor float64
-
-	// Logger receives limit changes and per-window shed counts. nil means
-	// no logging.
-	Logger *slog.Logger
-
-	// MinShare is the share of dispatches each lower priority class is
-	// guaranteed while higher classes wait, in [0, 1). Zero means strict
-	// priority: a lower class waits for as long as a higher one queues.
-	MinShare float64
-
-	// TenantWeight returns a tenant's weight in the fair share of its
-	// class; nil, or a result <= 0, means 1.
-	TenantWeight func(tenant string) float64
-
-	// MaxQueuedPerTenant caps the requests one tenant may have queued in
-	// a class (ReasonTenant above it). Zero means no cap beyond fairness.
-	MaxQueuedPerTenant int
-
-	// MaxTrackedTenants bounds the tenants the queue remembers as served
-	// recently, whatever keys clients send. A tenant it does not remember
-	// (and that has no TenantWeight) waits with the newcomers, one flow
-	// shared by every unproven key, until one of its requests is served,
-	// so that fresh keys cannot each claim a share. Zero means
-	// DefaultMaxTrackedTenants.
-	MaxTrackedTenants int
-
-	// CoDelTarget enables sojourn-time shedding: at each dispatch the
-	// request the queue would shed (the oldest of the heaviest tenant in
-	// the lowest waiting class) is judged; once such sojourns have stayed
-	// at or above the target (or twice the mean service time, if larger)
-	// for a whole CoDelInterval, the queue stands, and until it empties
-	// every such request that waited that long is shed: ReasonTenant (429)
-	// when other tenants of its class wait or were just served, since its
-	// tenant's backlog is what stands, else ReasonCoDel. Zero disables
-	// CoDel. 004 uses 5 ms.
-	CoDelTarget time.Duration
-
-	// CoDelInterval is CoDel's window. Zero means 100 ms.
-	CoDelInterval time.Duration
-
-	// AdaptiveLIFO serves each tenant's newest request first while the
-	// queue stands (sojourn above CoDelTarget; requires it): the oldest
-	// are the likeliest to have been given up on ("Fail at Scale").
-	AdaptiveLIFO bool
 }
 
 // Controller admits requests under a concurrency limit, queues the excess
@@ -213,24 +125,7 @@ func New(o Options) (*Controller, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	if o.QueueSize == 0 {
-		o.QueueSize = 100
-	}
-	if o.QueueTimeout == 0 {
-		o.QueueTimeout = 5 * time.Second
-	}
-	if o.MaxSaturation == 0 {
-		o.MaxSaturation = 0.95
-	}
-	if o.SmoothingFactor == 0 {
-		o.SmoothingFactor = 0.2
-	}
-	if o.Limit == nil {
-		o.Limit, o.Signal = defaultLimit(o.Signal)
-	}
-	if o.SampleWindow == 0 {
-		o.SampleWindow = defaultWindow(o.Limit)
-	}
+	o = o.withDefaults()
 	c := &Controller{
 		epoch:         time.Now(),
 		alg:           o.Limit,
@@ -250,9 +145,6 @@ func New(o Options) (*Controller, error) {
 		}
 	}
 	if o.CoDelTarget > 0 {
-		if o.CoDelInterval <= 0 {
-			o.CoDelInterval = 100 * time.Millisecond
-		}
 		c.codel = &codel{target: o.CoDelTarget, interval: o.CoDelInterval}
 	}
 	c.ceiling.Store(MaxLimit)
@@ -408,67 +300,102 @@ func (c *Controller) seenFast(tenant string) {
 func (c *Controller) tryAdmitFast(cost int64) bool { return c.tryAdmit(cost, slowBit) }
 
 // acquireSlow is Acquire past the fast path: it also returns how long the
-// request waited in the queue (zero when it did not queue).
+// request waited in the queue (zero when it did not queue). Under the
+// mutex, in order: a closed controller refuses; a free slot nobody waits
+// for is taken; a request that may not wait is shed; one that may is
+// queued. It then waits without the mutex.
 func (c *Controller) acquireSlow(ctx context.Context, req Request, cost int64) (Permit, time.Duration, error) {
-	ci := req.Priority.classIndex()
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
 		return Permit{}, 0, c.shed(ReasonShutdown)
 	}
-	if c.q == nil || c.q.len() == 0 {
-		if c.tryAdmitLocked(cost) {
-			if c.q != nil {
-				c.q.known.add(req.Tenant)
-			}
-			c.mu.Unlock()
-			c.admitted.Add(1)
-			return Permit{c, cost, int8(ci), c.since()}, 0, nil
-		}
-	}
-	if c.q == nil {
+	if c.admitNowLocked(req.Tenant, cost) {
 		c.mu.Unlock()
-		return Permit{}, 0, c.shed(ReasonLimit)
+		c.admitted.Add(1)
+		return Permit{c, cost, int8(req.Priority.classIndex()), c.since()}, 0, nil
 	}
-	if c.saturated() {
-		c.mu.Unlock()
-		return Permit{}, 0, c.shed(ReasonSaturated)
-	}
-	if err := ctx.Err(); err != nil {
+	if err := c.mayWaitLocked(ctx); err != nil {
 		c.mu.Unlock()
 		return Permit{}, 0, err
 	}
 	now := time.Now()
-	// How long waiting makes sense: the queue timeout, or less when the
-	// deadline would pass before the work could finish.
-	wait, waitReason := c.queueTimeout, ReasonQueueTimeout
-	if !req.Deadline.IsZero() {
-		left := req.Deadline.Sub(now) - c.expected(ci)
-		if left <= 0 {
-			c.mu.Unlock()
-			return Permit{}, 0, c.shed(ReasonDeadline)
-		}
-		if wait <= 0 || left < wait {
-			wait, waitReason = left, ReasonDeadline
-		}
+	wait, waitReason, err := c.waitBound(req, now)
+	var w *waiter
+	if err == nil {
+		w, err = c.enqueueLocked(req, cost, now)
 	}
+	c.mu.Unlock()
+	if err != nil {
+		return Permit{}, 0, err
+	}
+	p, err := c.await(ctx, w, wait, waitReason)
+	return p, time.Since(now), err
+}
+
+// admitNowLocked takes cost slots for tenant if they fit and nobody
+// waits: a newcomer never overtakes a waiter. REQUIRES c.mu held.
+func (c *Controller) admitNowLocked(tenant string, cost int64) bool {
+	if c.q != nil && c.q.len() > 0 || !c.tryAdmitLocked(cost) {
+		return false
+	}
+	if c.q != nil {
+		c.q.known.add(tenant)
+	}
+	return true
+}
+
+// mayWaitLocked returns why a request that found no free slot may not
+// wait for one, or nil: there is no queue (ReasonLimit); the process is
+// saturated (ReasonSaturated: queueing behind it only adds latency); or
+// its caller has given up already (ctx.Err(), not counted as a shed).
+// REQUIRES c.mu held.
+func (c *Controller) mayWaitLocked(ctx context.Context) error {
+	if c.q == nil {
+		return c.shed(ReasonLimit)
+	}
+	if c.saturated() {
+		return c.shed(ReasonSaturated)
+	}
+	return ctx.Err()
+}
+
+// waitBound is how long req may wait for a slot from now, and the reason
+// it is shed with when that time passes: the queue timeout, or less when
+// req's deadline would pass before the work could finish
+// (ReasonDeadline). When that is already so, it sheds req at once.
+func (c *Controller) waitBound(req Request, now time.Time) (time.Duration, Reason, error) {
+	wait, reason := c.queueTimeout, ReasonQueueTimeout
+	if req.Deadline.IsZero() {
+		return wait, reason, nil
+	}
+	left := req.Deadline.Sub(now) - c.expected(req.Priority.classIndex())
+	if left <= 0 {
+		return 0, ReasonNone, c.shed(ReasonDeadline)
+	}
+	if wait <= 0 || left < wait {
+		wait, reason = left, ReasonDeadline
+	}
+	return wait, reason, nil
+}
+
+// enqueueLocked queues req, or sheds it when the queue refuses it (full
+// of requests at least as important, or its tenant over its cap). A
+// request the queue displaces to make room is shed. REQUIRES c.mu held.
+func (c *Controller) enqueueLocked(req Request, cost int64, now time.Time) (*waiter, error) {
 	w := &waiter{req: req, cost: cost, enqueued: now, ready: make(chan struct{})}
 	victim, why, refused := c.q.push(w)
 	if refused != ReasonNone {
-		c.mu.Unlock()
-		return Permit{}, 0, c.shed(refused)
+		return nil, c.shed(refused)
 	}
 	if victim != nil {
 		c.decideLocked(victim, c.shed(why))
 	}
 	c.setSlowLocked()
-	// A release may have landed between the failed admission above and the
-	// slow bit: offer the freed slot now, or nobody would.
+	// A release may have landed between the failed admission and the slow
+	// bit: offer the freed slot now, or nobody would.
 	c.dispatchLocked()
-	c.mu.Unlock()
-
-	p, err := c.await(ctx, w, wait, waitReason)
-	return p, time.Since(now), err
+	return w, nil
 }
 
 // await blocks until queued w is granted or shed, ctx is done, or wait (if

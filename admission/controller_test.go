@@ -433,8 +433,8 @@ func TestStatsSaturationUnknown(t *testing.T) {
 	}
 }
 
-// The seed's two log messages, as structured records: the limit changed,
-// and how many requests were shed in the window.
+// The two log records an operator reads without a metrics stack: the limit
+// changed, and how many requests were shed in the window.
 func TestWindowLogs(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var buf bytes.Buffer

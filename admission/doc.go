@@ -4,11 +4,11 @@
 //
 // # The three layers
 //
-// 004's layered defence, in one Controller:
+// Three layers of defence against overload, in one Controller:
 //
 //   - How much to admit: a concurrency limit computed by a limit.Algorithm
-//     (fixed, the seed's saturation AIMD, an RTT gradient) and enforced
-//     hard. In-flight work never exceeds the limit in force at admission:
+//     (limit.Auto by default; fixed, a saturation AIMD, an RTT gradient)
+//     and enforced hard. In-flight work never exceeds the limit in force at admission:
 //     the admission state (in flight, limit, and a "someone waits" bit) is
 //     one atomic word. The fast path takes its slots with a single atomic
 //     add and keeps them only if the sum it gets back is within the limit

@@ -5,8 +5,9 @@ import (
 	"sync/atomic"
 )
 
-// fairQueue is the controller's queue discipline, the first two layers of
-// 004's defence: what to shed, then whom to serve.
+// fairQueue is the controller's queue discipline: whom to serve next and,
+// when the queue is full, whom to shed (the package doc's second and third
+// layers).
 //
 //   - Priority: four classes, served highest first, except that each lower
 //     class that waits earns minShare of a dispatch per dispatch and is
@@ -112,15 +113,16 @@ func (q *fairQueue) flowOf(cl *fairClass, tenant string) *flow {
 	return cl.newcomers
 }
 
-func (q *fairQueue) push(w *waiter) (*waiter, Reason, Reason) {
+// push queues w. When the queue is full it makes room by taking out
+// victim, to be shed with why (see victimFor); refused is the reason w
+// itself is shed instead (ReasonNone: w is queued).
+func (q *fairQueue) push(w *waiter) (victim *waiter, why, refused Reason) {
 	ci := w.req.Priority.classIndex()
 	cl := &q.classes[ci]
 	fl := q.flowOf(cl, w.req.Tenant)
 	if q.perTenant > 0 && fl != nil && fl.list.n >= q.perTenant {
 		return nil, ReasonNone, ReasonTenant
 	}
-	var victim *waiter
-	var why Reason
 	if q.n >= q.max {
 		victim, why = q.victimFor(ci, w)
 		if victim == nil {

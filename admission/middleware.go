@@ -50,7 +50,7 @@ func (m *Middleware) Wrap(next http.Handler) http.Handler {
 	rejected := m.Rejected
 	if rejected == nil {
 		rejected = func(w http.ResponseWriter, r *http.Request, reason Reason) {
-			WriteShed(w, reason, c.RetryAfter(reason))
+			WriteShed(w, reason, c.RetryAfter())
 		}
 	}
 	classify, observe := m.Classify, m.Observe
@@ -112,8 +112,10 @@ func FromContext(ctx context.Context) (Request, bool) {
 
 // RetryAfter suggests how long a shed client should wait before trying
 // again: the time the current queue needs to drain at the smoothed latency,
-// in whole seconds, at least 1 and at most 60.
-func (c *Controller) RetryAfter(Reason) time.Duration {
+// in whole seconds, at least 1 and at most 60. It does not depend on why
+// the request was shed: whatever the reason, a retry is served once the
+// queue ahead of it has drained.
+func (c *Controller) RetryAfter() time.Duration {
 	st := c.state.Load()
 	lat := math.Float64frombits(c.latency.Load())
 	queued := 0
@@ -142,7 +144,7 @@ func WriteShed(w http.ResponseWriter, reason Reason, retryAfter time.Duration) {
 	h.Set("Content-Type", "text/plain; charset=utf-8")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Retry-After", strconv.FormatInt(secs, 10))
-	h.Set("Sluice-Shed", reason.String())
+	h.Set(HeaderShed, reason.String())
 	w.WriteHeader(code)
 	_, _ = w.Write([]byte(body))
 }

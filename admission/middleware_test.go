@@ -161,14 +161,31 @@ func TestMiddlewareClassifyReachesHandler(t *testing.T) {
 	}
 }
 
+// The header forms are a wire contract (Sluice-Priority, sluice.yaml's
+// routes, node/sluice-worker): spelled out here, not taken from the code.
 func TestParsePriority(t *testing.T) {
-	for _, p := range []admission.Priority{admission.CriticalPlus, admission.Critical, admission.SheddablePlus, admission.Sheddable} {
-		got, err := admission.ParsePriority(p.String())
-		if err != nil || got != p {
-			t.Errorf("ParsePriority(%q) = %v, %v, want %v", p, got, err, p)
+	for _, tc := range []struct {
+		name string
+		p    admission.Priority
+	}{
+		{"critical-plus", admission.CriticalPlus},
+		{"critical", admission.Critical},
+		{"sheddable-plus", admission.SheddablePlus},
+		{"sheddable", admission.Sheddable},
+	} {
+		if got := tc.p.String(); got != tc.name {
+			t.Errorf("%d.String() = %q, want %q", tc.p, got, tc.name)
+		}
+		got, err := admission.ParsePriority(tc.name)
+		if err != nil || got != tc.p {
+			t.Errorf("ParsePriority(%q) = %v, %v, want %v", tc.name, got, err, tc.p)
 		}
 	}
-	if _, err := admission.ParsePriority("urgent"); err == nil {
-		t.Error("ParsePriority(urgent): got nil error, want one")
+	if got := admission.Priority(5).String(); got != "critical-plus" {
+		t.Errorf("Priority(5).String() = %q, want critical-plus (clamped)", got)
+	}
+	_, err := admission.ParsePriority("urgent")
+	if want := `admission: unknown priority "urgent" (want critical-plus, critical, sheddable-plus or sheddable)`; err == nil || err.Error() != want {
+		t.Errorf("ParsePriority(urgent): got %v, want %s", err, want)
 	}
 }

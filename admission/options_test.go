@@ -3,6 +3,7 @@ package admission_test
 import (
 	"errors"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/sluicehq/sluice/admission"
@@ -22,10 +23,17 @@ func TestOptionsValidate(t *testing.T) {
 		CoDelInterval:      -1,
 		SampleWindow:       -1, // valid: no background loop
 	}
+	fields := []string{"MaxSaturation", "SmoothingFactor", "MinShare", "MaxQueuedPerTenant",
+		"MaxTrackedTenants", "CoDelTarget", "CoDelInterval"}
 	err := bad.Validate()
 	var joined interface{ Unwrap() []error }
-	if !errors.As(err, &joined) || len(joined.Unwrap()) != 7 {
-		t.Fatalf("got %v, want one error for each of the 7 wrong fields", err)
+	if !errors.As(err, &joined) || len(joined.Unwrap()) != len(fields) {
+		t.Fatalf("got %v, want one error for each of the %d wrong fields", err, len(fields))
+	}
+	for i, e := range joined.Unwrap() {
+		if want := "admission: " + fields[i] + " "; !strings.HasPrefix(e.Error(), want) {
+			t.Errorf("error %d: got %q, want it to begin %q", i, e, want)
+		}
 	}
 	// New refuses what Validate refuses, with the same errors.
 	if _, nerr := admission.New(bad); nerr == nil || nerr.Error() != err.Error() {

@@ -2,6 +2,7 @@ package admission
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -33,34 +34,27 @@ func (p Priority) clamp() Priority {
 	return p
 }
 
+// priorityNames are the header forms of the classes, by classIndex: the
+// one place they are spelled.
+var priorityNames = [numPriorities]string{"critical-plus", "critical", "sheddable-plus", "sheddable"}
+
 // String returns the header form: critical-plus, critical, sheddable-plus or
 // sheddable.
-func (p Priority) String() string {
-	switch p.clamp() {
-	case CriticalPlus:
-		return "critical-plus"
-	case SheddablePlus:
-		return "sheddable-plus"
-	case Sheddable:
-		return "sheddable"
-	}
-	return "critical"
-}
+func (p Priority) String() string { return priorityNames[p.classIndex()] }
 
 // ParsePriority parses the header form of a priority (see String).
 func ParsePriority(s string) (Priority, error) {
-	switch s {
-	case "critical-plus":
-		return CriticalPlus, nil
-	case "critical":
-		return Critical, nil
-	case "sheddable-plus":
-		return SheddablePlus, nil
-	case "sheddable":
-		return Sheddable, nil
+	for i, name := range priorityNames {
+		if s == name {
+			return CriticalPlus - Priority(i), nil
+		}
 	}
-	return Critical, fmt.Errorf("admission: unknown priority %q (want critical-plus, critical, sheddable-plus or sheddable)", s)
+	return Critical, fmt.Errorf("admission: unknown priority %q (want %s)", s, priorityList)
 }
+
+// priorityList is the header forms for an error message: "critical-plus,
+// critical, sheddable-plus or sheddable".
+var priorityList = strings.Join(priorityNames[:numPriorities-1], ", ") + " or " + priorityNames[numPriorities-1]
 
 // Request describes work asking for admission. The zero value is a
 // Critical request of cost 1 with no tenant and no deadline.

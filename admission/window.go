@@ -14,8 +14,9 @@ import (
 const probesPerWindow = 10
 
 // loop closes a sample window every c.window: it feeds the limit algorithm
-// a Tick and logs what changed, the seed's limit-change and per-window
-// rejection messages as structured records. In between it probes the
+// a Tick and logs what changed: a record when the limit moved and one with
+// the window's sheds by reason, so that an operator without a metrics stack
+// still sees why requests were refused. In between it probes the
 // state probesPerWindow times for the window's means.
 func (c *Controller) loop() {
 	defer c.wg.Done()

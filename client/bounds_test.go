@@ -103,7 +103,7 @@ func TestThrottling(t *testing.T) {
 			t.Errorf("throttled fraction %.3f, want in [%v, %v]", got, lo, hi)
 		}
 		h := st.Hosts["api.test"]
-		if h.RejectProbability != 0.8 || h.Breaker != client.Closed {
+		if h.RejectProbability != 0.8 || h.Breaker != client.BreakerClosed {
 			t.Errorf("host stats %+v, want reject probability 0.8 and a closed breaker (shedding is not failing)", h)
 		}
 	})
@@ -159,7 +159,7 @@ func TestCircuitBreaker(t *testing.T) {
 		if !errors.Is(err, client.ErrCircuitOpen) || base.calls() != 5 {
 			t.Fatalf("after 5 failures: got %v with %d calls, want ErrCircuitOpen without a call", err, base.calls())
 		}
-		if st := tr.Stats(); st.Hosts["down.test"].Breaker != client.Open || st.CircuitOpen != 1 {
+		if st := tr.Stats(); st.Hosts["down.test"].Breaker != client.BreakerOpen || st.CircuitOpen != 1 {
 			t.Errorf("Stats: breaker %v, %d circuit-open rejections; want open, 1", st.Hosts["down.test"].Breaker, st.CircuitOpen)
 		}
 
@@ -176,7 +176,7 @@ func TestCircuitBreaker(t *testing.T) {
 		if code, err := get(t, tr, context.Background(), "http://down.test/"); code != 200 || err != nil {
 			t.Fatalf("succeeding probe: got (%d, %v), want (200, nil)", code, err)
 		}
-		if st := tr.Stats(); st.Hosts["down.test"].Breaker != client.Closed {
+		if st := tr.Stats(); st.Hosts["down.test"].Breaker != client.BreakerClosed {
 			t.Errorf("after a successful probe the breaker is %v, want closed", st.Hosts["down.test"].Breaker)
 		}
 		want := `level=WARN msg="client: circuit opened" host=down.test from=closed to=open error="` + errRefused.Error() + `"
@@ -212,7 +212,7 @@ func TestRecoveryResetsThrottle(t *testing.T) {
 			get(t, tr, context.Background(), "http://api.test/")
 		}
 		st := tr.Stats().Hosts["api.test"]
-		if st.Breaker != client.Open || st.RejectProbability != 0.8 {
+		if st.Breaker != client.BreakerOpen || st.RejectProbability != 0.8 {
 			t.Fatalf("host %+v, want an open breaker and reject probability 0.8", st)
 		}
 		time.Sleep(5 * time.Second)
@@ -221,7 +221,7 @@ func TestRecoveryResetsThrottle(t *testing.T) {
 		if code, err := get(t, tr, context.Background(), "http://api.test/"); code != 200 || err != nil {
 			t.Fatalf("probe: got (%d, %v), want (200, nil): probes skip the throttle", code, err)
 		}
-		if st := tr.Stats().Hosts["api.test"]; st.Breaker != client.Closed || st.RejectProbability != 0 {
+		if st := tr.Stats().Hosts["api.test"]; st.Breaker != client.BreakerClosed || st.RejectProbability != 0 {
 			t.Errorf("after recovery host %+v, want closed and reject probability 0", st)
 		}
 		if code, err := get(t, tr, context.Background(), "http://api.test/"); code != 200 || err != nil {
@@ -241,7 +241,7 @@ func TestSheddingDoesNotOpenTheBreaker(t *testing.T) {
 				for range 50 {
 					get(t, tr, context.Background(), "http://api.test/")
 				}
-				if st := tr.Stats(); st.CircuitOpen != 0 || st.Hosts["api.test"].Breaker != client.Closed {
+				if st := tr.Stats(); st.CircuitOpen != 0 || st.Hosts["api.test"].Breaker != client.BreakerClosed {
 					t.Errorf("after 50 shed responses: %d circuit-open rejections, breaker %v; want 0, closed",
 						st.CircuitOpen, st.Hosts["api.test"].Breaker)
 				}

@@ -9,23 +9,23 @@ import (
 type BreakerState int8
 
 const (
-	// Closed: requests flow; failures are counted.
-	Closed BreakerState = iota
-	// Open: requests fail at once with ErrCircuitOpen until the cooldown
+	// BreakerClosed: requests flow; failures are counted.
+	BreakerClosed BreakerState = iota
+	// BreakerOpen: requests fail at once with ErrCircuitOpen until the cooldown
 	// has passed.
-	Open
-	// HalfOpen: a few probe requests are let through; the first success
+	BreakerOpen
+	// BreakerHalfOpen: a few probe requests are let through; the first success
 	// closes the breaker, a failure opens it again.
-	HalfOpen
+	BreakerHalfOpen
 )
 
 func (s BreakerState) String() string {
 	switch s {
-	case Closed:
+	case BreakerClosed:
 		return "closed"
-	case Open:
+	case BreakerOpen:
 		return "open"
-	case HalfOpen:
+	case BreakerHalfOpen:
 		return "half-open"
 	}
 	return fmt.Sprintf("BreakerState(%d)", int(s))
@@ -69,8 +69,8 @@ func newBreaker(cfg breakerConfig) breaker {
 // state returns the state at now: an open breaker whose cooldown has
 // passed is half-open.
 func (b *breaker) state(now time.Time) BreakerState {
-	if b.st == Open && !now.Before(b.openedAt.Add(b.cfg.cooldown)) {
-		b.to(HalfOpen, now)
+	if b.st == BreakerOpen && !now.Before(b.openedAt.Add(b.cfg.cooldown)) {
+		b.to(BreakerHalfOpen, now)
 	}
 	return b.st
 }
@@ -79,9 +79,9 @@ func (b *breaker) state(now time.Time) BreakerState {
 // report its result with.
 func (b *breaker) allow(now time.Time) (ticket, bool) {
 	switch b.state(now) {
-	case Open:
+	case BreakerOpen:
 		return ticket{}, false
-	case HalfOpen:
+	case BreakerHalfOpen:
 		if b.probing >= max(b.cfg.probes, 1) {
 			return ticket{}, false
 		}
@@ -107,9 +107,9 @@ func (b *breaker) record(now time.Time, t ticket, failed bool) BreakerState {
 	if t.probe {
 		b.probing--
 		if failed {
-			b.to(Open, now)
+			b.to(BreakerOpen, now)
 		} else {
-			b.to(Closed, now)
+			b.to(BreakerClosed, now)
 		}
 		return b.st
 	}
@@ -121,7 +121,7 @@ func (b *breaker) record(now time.Time, t ticket, failed bool) BreakerState {
 		b.win.add(now, 1, 0)
 	}
 	if failed && b.tripped(now) {
-		b.to(Open, now)
+		b.to(BreakerOpen, now)
 	}
 	return b.st
 }
@@ -143,7 +143,7 @@ func (b *breaker) to(s BreakerState, now time.Time) {
 	b.probing = 0
 	b.consecutive = 0
 	b.win.reset()
-	if s == Open {
+	if s == BreakerOpen {
 		b.openedAt = now
 	}
 }

@@ -20,24 +20,24 @@ func TestBreaker(t *testing.T) {
 		cfg    breakerConfig
 		events []ev
 	}{
-		{"stays closed on success", cfg, []ev{{0, 's', Closed}, {0, 's', Closed}}},
-		{"opens on consecutive failures", cfg, []ev{{0, 'f', Closed}, {0, 'f', Closed}, {0, 'f', Open}, {time.Second, 'x', Open}}},
-		{"a success resets the run", cfg, []ev{{0, 'f', Closed}, {0, 'f', Closed}, {0, 's', Closed}, {0, 'f', Closed}, {0, 'f', Closed}, {0, 'f', Open}}},
-		{"half-open after the cooldown", cfg, []ev{{0, 'f', Closed}, {0, 'f', Closed}, {0, 'f', Open},
-			{5*time.Second - 1, '?', Open}, {5 * time.Second, '?', HalfOpen}}},
-		{"probe success closes", cfg, []ev{{0, 'f', Closed}, {0, 'f', Closed}, {0, 'f', Open}, {5 * time.Second, 's', Closed}, {6 * time.Second, 's', Closed}}},
-		{"probe failure opens again", cfg, []ev{{0, 'f', Closed}, {0, 'f', Closed}, {0, 'f', Open}, {5 * time.Second, 'f', Open},
-			{9 * time.Second, 'x', Open}, {10 * time.Second, '?', HalfOpen}}},
-		{"half-open lets a few probes through at once", cfg, []ev{{0, 'f', Closed}, {0, 'f', Closed}, {0, 'f', Open},
-			{5 * time.Second, 'a', HalfOpen}, {5 * time.Second, 'a', HalfOpen}, {5 * time.Second, 'x', HalfOpen}}},
+		{"stays closed on success", cfg, []ev{{0, 's', BreakerClosed}, {0, 's', BreakerClosed}}},
+		{"opens on consecutive failures", cfg, []ev{{0, 'f', BreakerClosed}, {0, 'f', BreakerClosed}, {0, 'f', BreakerOpen}, {time.Second, 'x', BreakerOpen}}},
+		{"a success resets the run", cfg, []ev{{0, 'f', BreakerClosed}, {0, 'f', BreakerClosed}, {0, 's', BreakerClosed}, {0, 'f', BreakerClosed}, {0, 'f', BreakerClosed}, {0, 'f', BreakerOpen}}},
+		{"half-open after the cooldown", cfg, []ev{{0, 'f', BreakerClosed}, {0, 'f', BreakerClosed}, {0, 'f', BreakerOpen},
+			{5*time.Second - 1, '?', BreakerOpen}, {5 * time.Second, '?', BreakerHalfOpen}}},
+		{"probe success closes", cfg, []ev{{0, 'f', BreakerClosed}, {0, 'f', BreakerClosed}, {0, 'f', BreakerOpen}, {5 * time.Second, 's', BreakerClosed}, {6 * time.Second, 's', BreakerClosed}}},
+		{"probe failure opens again", cfg, []ev{{0, 'f', BreakerClosed}, {0, 'f', BreakerClosed}, {0, 'f', BreakerOpen}, {5 * time.Second, 'f', BreakerOpen},
+			{9 * time.Second, 'x', BreakerOpen}, {10 * time.Second, '?', BreakerHalfOpen}}},
+		{"half-open lets a few probes through at once", cfg, []ev{{0, 'f', BreakerClosed}, {0, 'f', BreakerClosed}, {0, 'f', BreakerOpen},
+			{5 * time.Second, 'a', BreakerHalfOpen}, {5 * time.Second, 'a', BreakerHalfOpen}, {5 * time.Second, 'x', BreakerHalfOpen}}},
 		{"failure ratio opens with enough volume", breakerConfig{failures: -1, ratio: 0.5, minVolume: 4, cooldown: time.Second, windowSize: 10 * time.Second},
-			[]ev{{0, 'f', Closed}, {0, 's', Closed}, {0, 'f', Closed}, {0, 's', Closed}, {0, 'f', Open}}},
+			[]ev{{0, 'f', BreakerClosed}, {0, 's', BreakerClosed}, {0, 'f', BreakerClosed}, {0, 's', BreakerClosed}, {0, 'f', BreakerOpen}}},
 		{"failure ratio needs the volume", breakerConfig{failures: -1, ratio: 0.5, minVolume: 10, cooldown: time.Second, windowSize: 10 * time.Second},
-			[]ev{{0, 'f', Closed}, {0, 'f', Closed}, {0, 'f', Closed}, {0, 'f', Closed}, {0, 'f', Closed}}},
+			[]ev{{0, 'f', BreakerClosed}, {0, 'f', BreakerClosed}, {0, 'f', BreakerClosed}, {0, 'f', BreakerClosed}, {0, 'f', BreakerClosed}}},
 		{"old failures leave the ratio window", breakerConfig{failures: -1, ratio: 0.5, minVolume: 4, cooldown: time.Second, windowSize: 10 * time.Second},
-			[]ev{{0, 'f', Closed}, {0, 'f', Closed}, {0, 'f', Closed}, {20 * time.Second, 's', Closed}, {20 * time.Second, 'f', Closed}, {20 * time.Second, 's', Closed}, {20 * time.Second, 's', Closed}}},
+			[]ev{{0, 'f', BreakerClosed}, {0, 'f', BreakerClosed}, {0, 'f', BreakerClosed}, {20 * time.Second, 's', BreakerClosed}, {20 * time.Second, 'f', BreakerClosed}, {20 * time.Second, 's', BreakerClosed}, {20 * time.Second, 's', BreakerClosed}}},
 		{"both rules off: never opens", breakerConfig{failures: -1, ratio: -1, cooldown: time.Second, windowSize: 10 * time.Second},
-			[]ev{{0, 'f', Closed}, {0, 'f', Closed}, {0, 'f', Closed}, {0, 'f', Closed}, {0, 'f', Closed}, {0, 'f', Closed}}},
+			[]ev{{0, 'f', BreakerClosed}, {0, 'f', BreakerClosed}, {0, 'f', BreakerClosed}, {0, 'f', BreakerClosed}, {0, 'f', BreakerClosed}, {0, 'f', BreakerClosed}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -76,7 +76,7 @@ func TestBreakerStaleTickets(t *testing.T) {
 	slow, _ := b.allow(at(0))
 	tk, _ := b.allow(at(0))
 	b.record(at(0), tk, true)
-	if got := b.record(at(0), slow, false); got != Open {
+	if got := b.record(at(0), slow, false); got != BreakerOpen {
 		t.Fatalf("after a stale success: state %v, want open", got)
 	}
 	probe, ok := b.allow(at(time.Second))
@@ -84,7 +84,7 @@ func TestBreakerStaleTickets(t *testing.T) {
 		t.Fatalf("after the cooldown allow = (%+v, %v), want a probe", probe, ok)
 	}
 	b.record(at(time.Second), probe, false)
-	if got := b.record(at(time.Second), slow, true); got != Closed {
+	if got := b.record(at(time.Second), slow, true); got != BreakerClosed {
 		t.Errorf("after a stale failure: state %v, want closed", got)
 	}
 }
@@ -104,7 +104,7 @@ func TestBreakerCancelFreesProbe(t *testing.T) {
 }
 
 func TestBreakerStateString(t *testing.T) {
-	for s, want := range map[BreakerState]string{Closed: "closed", Open: "open", HalfOpen: "half-open", 7: "BreakerState(7)"} {
+	for s, want := range map[BreakerState]string{BreakerClosed: "closed", BreakerOpen: "open", BreakerHalfOpen: "half-open", 7: "BreakerState(7)"} {
 		if got := s.String(); got != want {
 			t.Errorf("%d.String() = %q, want %q", s, got, want)
 		}

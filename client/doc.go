@@ -84,7 +84,7 @@
 // load, which the throttle handles. The breaker opens after
 // BreakerFailures (5) consecutive failures, or when at least BreakerRatio
 // (50%) of at least BreakerMinRequests (20) results over BreakerWindow
-// (10 s) failed. Open, it fails attempts at once with ErrCircuitOpen for
+// (10 s) failed. BreakerOpen, it fails attempts at once with ErrCircuitOpen for
 // BreakerCooldown (5 s); then it is half-open and lets BreakerProbes (3)
 // attempts through at once: the first success closes it, a failure opens
 // it again. Results of attempts sent before a transition are ignored.

@@ -93,7 +93,7 @@ func (h *host) done(now time.Time, tk ticket, o outcome) (from, to BreakerState)
 		return from, from
 	}
 	to = h.mu.br.record(now, tk, o.failed)
-	if to == Closed && from != Closed {
+	if to == BreakerClosed && from != BreakerClosed {
 		h.mu.th.reset()
 	}
 	return from, to

@@ -149,7 +149,7 @@ func TestIntegrationConnectionRefused(t *testing.T) {
 		t.Fatalf("got %v, want a dial error", err)
 	}
 	st := tr.Stats()
-	if st.Attempts != 3 || st.Hosts[addr].Breaker != client.Open {
+	if st.Attempts != 3 || st.Hosts[addr].Breaker != client.BreakerOpen {
 		t.Errorf("Stats: %d attempts, breaker %v; want 3, open", st.Attempts, st.Hosts[addr].Breaker)
 	}
 }

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -79,8 +80,10 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Validate reports every field whose value makes no sense, or nil.
-func (o *Options) Validate() error {
+// Validate reports every field whose value makes no sense, one error each
+// (errors.Join), naming the field, its value and what is allowed; nil means
+// New accepts o. The zero Options is valid.
+func (o Options) Validate() error {
 	var errs []error
 	bad := func(field string, v any, why string) {
 		errs = append(errs, fmt.Errorf("client: Options.%s = %v: %s", field, v, why))
@@ -142,34 +145,26 @@ type config struct {
 	log                              *slog.Logger
 }
 
-func or[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
-}
-
-func (o *Options) config() config {
+func (o Options) config() config {
 	c := config{
-		maxAttempts:     or(o.MaxAttempts, 3),
-		retryRatio:      max(or(o.RetryRatio, 0.1), 0),
-		retryMinRate:    max(or(o.RetryMinRate, 3), 0),
-		retryWindow:     or(o.RetryWindow, 10*time.Second),
-		backoffBase:     or(o.BackoffBase, 100*time.Millisecond),
-		backoffCap:      or(o.BackoffCap, 5*time.Second),
-		maxWait:         or(o.MaxWait, 10*time.Second),
-		throttleK:       max(or(o.ThrottleK, 2), 0),
-		throttleMaxP:    or(o.ThrottleMaxProbability, 0.8),
-		throttleWindow:  or(o.ThrottleWindow, 2*time.Minute),
-		throttleMinRate: max(or(o.ThrottleMinRate, 0.2), 0),
+		maxAttempts:     cmp.Or(o.MaxAttempts, 3),
+		retryRatio:      max(cmp.Or(o.RetryRatio, 0.1), 0),
+		retryMinRate:    max(cmp.Or(o.RetryMinRate, 3), 0),
+		retryWindow:     cmp.Or(o.RetryWindow, 10*time.Second),
+		backoffBase:     cmp.Or(o.BackoffBase, 100*time.Millisecond),
+		backoffCap:      cmp.Or(o.BackoffCap, 5*time.Second),
+		maxWait:         cmp.Or(o.MaxWait, 10*time.Second),
+		throttleK:       max(cmp.Or(o.ThrottleK, 2), 0),
+		throttleMaxP:    cmp.Or(o.ThrottleMaxProbability, 0.8),
+		throttleWindow:  cmp.Or(o.ThrottleWindow, 2*time.Minute),
+		throttleMinRate: max(cmp.Or(o.ThrottleMinRate, 0.2), 0),
 		breaker: breakerConfig{
-			failures:   or(o.BreakerFailures, 5),
-			ratio:      or(o.BreakerRatio, 0.5),
-			minVolume:  or(o.BreakerMinRequests, 20),
-			windowSize: or(o.BreakerWindow, 10*time.Second),
-			cooldown:   or(o.BreakerCooldown, 5*time.Second),
-			probes:     or(o.BreakerProbes, 3),
+			failures:   cmp.Or(o.BreakerFailures, 5),
+			ratio:      cmp.Or(o.BreakerRatio, 0.5),
+			minVolume:  cmp.Or(o.BreakerMinRequests, 20),
+			windowSize: cmp.Or(o.BreakerWindow, 10*time.Second),
+			cooldown:   cmp.Or(o.BreakerCooldown, 5*time.Second),
+			probes:     cmp.Or(o.BreakerProbes, 3),
 		},
 		rand: o.Rand,
 		log:  o.Logger,

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -41,8 +42,33 @@ func TestOptionsValidate(t *testing.T) {
 	}
 }
 
+// Every wrong field is reported at once, each by name, so that a caller
+// fixes them in one pass.
+func TestOptionsValidateReportsEveryField(t *testing.T) {
+	o := Options{
+		MaxAttempts: -1, RetryRatio: 2, RetryMinRate: math.NaN(), RetryWindow: -1,
+		BackoffBase: -1, BackoffCap: -1, MaxWait: -1,
+		ThrottleK: 0.5, ThrottleMaxProbability: 2, ThrottleWindow: -1, ThrottleMinRate: math.NaN(),
+		BreakerRatio: 2, BreakerMinRequests: -1, BreakerWindow: -1, BreakerCooldown: -1, BreakerProbes: -1,
+	}
+	fields := []string{"MaxAttempts", "RetryRatio", "RetryMinRate", "RetryWindow",
+		"BackoffBase", "BackoffCap", "MaxWait",
+		"ThrottleK", "ThrottleMaxProbability", "ThrottleWindow", "ThrottleMinRate",
+		"BreakerRatio", "BreakerMinRequests", "BreakerWindow", "BreakerCooldown", "BreakerProbes"}
+	err := o.Validate()
+	var joined interface{ Unwrap() []error }
+	if !errors.As(err, &joined) || len(joined.Unwrap()) != len(fields) {
+		t.Fatalf("got %v, want %d joined errors", err, len(fields))
+	}
+	for _, f := range fields {
+		if !strings.Contains(err.Error(), "Options."+f+" = ") {
+			t.Errorf("got %v, want an error naming %s", err, f)
+		}
+	}
+}
+
 func TestOptionsDefaults(t *testing.T) {
-	c := (&Options{}).config()
+	c := Options{}.config()
 	got := []any{c.maxAttempts, c.retryRatio, c.retryMinRate, c.retryWindow, c.backoffBase, c.backoffCap, c.maxWait,
 		c.throttleK, c.throttleMaxP, c.throttleWindow, c.throttleMinRate,
 		c.breaker.failures, c.breaker.ratio, c.breaker.minVolume, c.breaker.windowSize, c.breaker.cooldown, c.breaker.probes}
@@ -57,7 +83,7 @@ func TestOptionsDefaults(t *testing.T) {
 	if c.rand == nil {
 		t.Error("default rand is nil")
 	}
-	off := (&Options{ThrottleK: -1, RetryRatio: -1, RetryMinRate: -1, ThrottleMinRate: -1}).config()
+	off := Options{ThrottleK: -1, RetryRatio: -1, RetryMinRate: -1, ThrottleMinRate: -1}.config()
 	if off.throttleK != 0 || off.retryRatio != 0 || off.retryMinRate != 0 || off.throttleMinRate != 0 {
 		t.Errorf("negative options = (K %v, ratio %v, retry rate %v, min rate %v), want all 0 (off)",
 			off.throttleK, off.retryRatio, off.retryMinRate, off.throttleMinRate)

@@ -189,32 +189,10 @@ func (t *Transport) attempt(ctx context.Context, req *http.Request, h *host, n i
 		return nil, false, err
 	}
 
-	out := req
-	var watch *writeWatch
-	prio, hasPrio := priorityOf(ctx)
-	if hasPrio || hasDeadline || retryable {
-		actx := ctx
-		if retryable {
-			watch = new(writeWatch)
-			watch.trace.WroteHeaders = func() { watch.wrote.Store(true) }
-			actx = httptrace.WithClientTrace(ctx, &watch.trace)
-		}
-		out = req.WithContext(actx)
-		if hasPrio || hasDeadline {
-			out.Header = req.Header.Clone()
-			if out.Header == nil {
-				out.Header = make(http.Header, 2)
-			}
-			propagate(out.Header, prio, hasPrio, ms, hasDeadline)
-		}
-		if n > 1 && req.GetBody != nil {
-			body, err := req.GetBody()
-			if err != nil {
-				h.done(now, tk, outcome{accepted: true, ignored: true})
-				return nil, false, fmt.Errorf("client: replaying the request body: %w", err)
-			}
-			out.Body = body
-		}
+	out, watch, err := outgoing(ctx, req, n, ms, hasDeadline, retryable)
+	if err != nil {
+		h.done(now, tk, outcome{accepted: true, ignored: true})
+		return nil, false, err
 	}
 
 	t.attempts.Add(1)
@@ -231,6 +209,40 @@ func (t *Transport) attempt(ctx context.Context, req *http.Request, h *host, n i
 		again = shedStatus(resp.StatusCode)
 	}
 	return resp, again, err
+}
+
+// outgoing is what attempt n of req sends: req with the caller's priority
+// and remaining budget (ms, when hasDeadline) in its headers, a watch on
+// whether anything was written when the attempt may be retried, and a
+// fresh body for a retry. req itself is not modified.
+func outgoing(ctx context.Context, req *http.Request, n int, ms int64, hasDeadline, retryable bool) (*http.Request, *writeWatch, error) {
+	prio, hasPrio := priorityOf(ctx)
+	if !hasPrio && !hasDeadline && !retryable {
+		return req, nil, nil
+	}
+	var watch *writeWatch
+	actx := ctx
+	if retryable {
+		watch = new(writeWatch)
+		watch.trace.WroteHeaders = func() { watch.wrote.Store(true) }
+		actx = httptrace.WithClientTrace(ctx, &watch.trace)
+	}
+	out := req.WithContext(actx)
+	if hasPrio || hasDeadline {
+		out.Header = req.Header.Clone()
+		if out.Header == nil {
+			out.Header = make(http.Header, 2)
+		}
+		propagate(out.Header, prio, hasPrio, ms, hasDeadline)
+	}
+	if n > 1 && req.GetBody != nil {
+		body, err := req.GetBody()
+		if err != nil {
+			return nil, nil, fmt.Errorf("client: replaying the request body: %w", err)
+		}
+		out.Body = body
+	}
+	return out, watch, nil
 }
 
 // closeBody closes the body of a request that will not be sent, as a
@@ -252,7 +264,7 @@ func (t *Transport) logTransition(name string, from, to BreakerState, resp *http
 	case resp != nil:
 		attrs = append(attrs, slog.Int("status", resp.StatusCode))
 	}
-	if to == Open {
+	if to == BreakerOpen {
 		t.cfg.log.Warn("client: circuit opened", attrs...)
 		return
 	}

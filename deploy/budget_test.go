@@ -19,9 +19,9 @@ import (
 )
 
 // The bounds `sluice serve` puts on the steps of its shutdown after the
-// drain (cmd/sluice, service.run and adminServer.stop): package main's, so
-// copied here, and TestBudgetMatchesServe checks the copies against its
-// source.
+// drain (internal/app: newFront, App.serve and adminServer.shutdown):
+// unexported there, so copied here, and TestBudgetMatchesServe checks the
+// copies against its source.
 const (
 	workerStopSlack   = time.Second     // workers: Shutdown gets stopTimeout + 1 s
 	upstreamStop      = 5 * time.Second // upstreams: Shutdown gets 5 s
@@ -80,27 +80,27 @@ func TestWorstCaseShutdown(t *testing.T) {
 	}
 }
 
-// TestBudgetMatchesServe reads cmd/sluice's shutdown sequence and fails
+// TestBudgetMatchesServe reads internal/app's shutdown sequence and fails
 // when the bounds worstCaseShutdown copies from it are no longer there:
 // whoever changes them must change the budget, and the grace periods.
 func TestBudgetMatchesServe(t *testing.T) {
-	funcs := parseFuncs(t, filepath.Join("..", "cmd", "sluice"))
+	funcs := parseFuncs(t, filepath.Join("..", "internal", "app"))
 	checks := []struct {
 		fn, pattern, what string
 	}{
-		{"service.run", `StopTimeout\s*\+\s*time\.Second`, "workers' Shutdown gets stopTimeout + 1 s"},
-		{"service.run", `stopIn\s*:=\s*5\s*\*\s*time\.Second`, "upstreams' Shutdown gets 5 s"},
-		{"service.run", `s\.srv\.Run\(`, "the drain (server.Run, bounded by shutdownTimeout) comes first"},
-		{"adminServer.stop", `WithTimeout\(.*,\s*2\s*\*\s*time\.Second\)`, "the admin listener's Shutdown gets 2 s"},
+		{"newFront", `StopTimeout\s*\+\s*time\.Second`, "workers' Shutdown gets stopTimeout + 1 s"},
+		{"newFront", `stopIn:\s*5\s*\*\s*time\.Second`, "upstreams' Shutdown gets 5 s"},
+		{"App.serve", `a\.srv\.Serve\(`, "the drain (server.Serve, bounded by shutdownTimeout) comes first"},
+		{"adminServer.shutdown", `WithTimeout\(.*,\s*2\s*\*\s*time\.Second\)`, "the admin listener's Shutdown gets 2 s"},
 	}
 	for _, c := range checks {
 		body, ok := funcs[c.fn]
 		if !ok {
-			t.Errorf("cmd/sluice: no func %s: the shutdown sequence moved; update worstCaseShutdown", c.fn)
+			t.Errorf("internal/app: no func %s: the shutdown sequence moved; update worstCaseShutdown", c.fn)
 			continue
 		}
 		if !regexp.MustCompile(c.pattern).MatchString(body) {
-			t.Errorf("cmd/sluice %s: %s is no longer so (no match for %s): update worstCaseShutdown and the grace periods",
+			t.Errorf("internal/app %s: %s is no longer so (no match for %s): update worstCaseShutdown and the grace periods",
 				c.fn, c.what, c.pattern)
 		}
 	}
@@ -178,19 +178,19 @@ proxy: {timeout: 60s}
 	r.poll(t, "the request in flight at the worker", func() bool { return r.inflight() == 1 })
 
 	t0 := time.Now()
-	if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := r.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	budget := worstCaseShutdown(cfg)
 	select {
-	case <-r.done:
+	case <-r.Done():
 	case <-time.After(budget + bound):
 		t.Fatalf("sluice still running %v after SIGTERM (budget %v)", budget+bound, budget)
 	}
 	took := time.Since(t0)
 	t.Logf("exit %v after SIGTERM; budget %v", took, budget)
 
-	if code := r.cmd.ProcessState.ExitCode(); code != 1 {
+	if code := r.Cmd.ProcessState.ExitCode(); code != 1 {
 		t.Errorf("exit code: got %d, want 1 (a drain cut short)", code)
 	}
 	if least := cfg.Server.ShutdownTimeout + cfg.Workers.StopTimeout + workerStopSlack; took < least {
@@ -237,7 +237,7 @@ proxy: {timeout: 60s}
 	r.poll(t, "the request in flight at the worker", func() bool { return r.inflight() == 1 })
 
 	t0 := time.Now()
-	if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := r.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	// The first signal is draining (readiness says so) before the second.
@@ -245,19 +245,19 @@ proxy: {timeout: 60s}
 		code, _ := get("http://" + r.addr + "/__sluice/ready")
 		return code == http.StatusServiceUnavailable || code == 0
 	})
-	if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := r.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	// Well under either 30 s budget: the cut, the kill and the admin
 	// listener's 2 s close.
 	const within = 6 * time.Second
 	select {
-	case <-r.done:
+	case <-r.Done():
 	case <-time.After(within):
 		t.Fatalf("sluice still running %v after the second SIGTERM: the workers' stopTimeout was waited out", within)
 	}
 	t.Logf("exit %v after the first SIGTERM", time.Since(t0))
-	if code := r.cmd.ProcessState.ExitCode(); code != 1 {
+	if code := r.Cmd.ProcessState.ExitCode(); code != 1 {
 		t.Errorf("exit code: got %d, want 1 (a drain cut short)", code)
 	}
 	select {

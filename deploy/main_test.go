@@ -2,11 +2,8 @@ package deploy
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/testutil"
 )
 
 // bound caps every wait on a sluice process: generous for two loaded
@@ -77,13 +76,7 @@ func sluiceBin(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(dir, "sluice")
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		out, err := exec.CommandContext(ctx, "go", "build", "-p", "1", "-o", binPath,
-			"github.com/sluicehq/sluice/cmd/sluice").CombinedOutput()
-		if err != nil {
-			binErr = fmt.Errorf("go build ./cmd/sluice: %v\n%s", err, out)
-		}
+		binErr = testutil.BuildSluice("..", binPath)
 	})
 	if binErr != nil {
 		t.Fatal(binErr)
@@ -93,11 +86,9 @@ func sluiceBin(t *testing.T) string {
 
 // running is a `sluice serve` started by start.
 type running struct {
+	*testutil.Process
 	addr, admin string
 	cfg         string // the config file's text
-	cmd         *exec.Cmd
-	out         *syncBuffer
-	done        chan struct{} // closed when the process has exited
 }
 
 // start runs `sluice serve` on cfg, in which {{listen}} and {{admin}} are
@@ -111,7 +102,7 @@ func start(t *testing.T, cfg string) *running {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &running{addr: freeAddr(t), admin: freeAddr(t), out: &syncBuffer{}, done: make(chan struct{})}
+	r := &running{addr: testutil.FreeAddr(t), admin: testutil.FreeAddr(t)}
 	cfg = strings.NewReplacer(
 		"{{listen}}", strconv.Quote(r.addr),
 		"{{admin}}", strconv.Quote(r.admin),
@@ -122,29 +113,19 @@ func start(t *testing.T, cfg string) *running {
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r.cmd = exec.Command(bin, "serve", "-c", path)
-	r.cmd.Env = append(os.Environ(), workerEnv+"=1")
-	r.cmd.Stdout, r.cmd.Stderr = r.out, r.out
-	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := r.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { r.cmd.Wait(); close(r.done) }()
 	t.Cleanup(func() {
-		select {
-		case <-r.done:
-		default:
-			syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
-			<-r.done
-		}
 		if t.Failed() {
-			t.Logf("config:\n%s\nsluice output:\n%s", cfg, r.out.String())
+			t.Logf("config:\n%s", cfg)
 		}
 	})
-	r.poll(t, "readiness 200", func() bool {
-		code, _ := get("http://" + r.addr + "/__sluice/ready")
-		return code == http.StatusOK
-	})
+	cmd := exec.Command(bin, "serve", "-c", path)
+	cmd.Env = append(os.Environ(), workerEnv+"=1")
+	r.Process = testutil.StartProcess(t, cmd, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	if err := testutil.WaitOK(ctx, "http://"+r.addr+"/__sluice/ready", r.Done()); err != nil {
+		t.Fatalf("waiting for readiness 200: %v", err)
+	}
 	return r
 }
 
@@ -155,8 +136,8 @@ func (r *running) poll(t *testing.T, what string, cond func() bool) {
 	deadline := time.Now().Add(bound)
 	for !cond() {
 		select {
-		case <-r.done:
-			t.Fatalf("waiting for %s: sluice exited: %v", what, r.cmd.ProcessState)
+		case <-r.Done():
+			t.Fatalf("waiting for %s: sluice exited: %v", what, r.Err())
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
@@ -165,55 +146,12 @@ func (r *running) poll(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// get sends GET url on a new connection and returns the status and body;
-// status 0 and the error's text when there was no answer.
+// get sends GET url on a new connection, bounded by bound (see
+// testutil.Get).
 func get(url string) (int, string) {
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return 0, err.Error()
-	}
-	tr := &http.Transport{DisableKeepAlives: true}
-	defer tr.CloseIdleConnections()
-	resp, err := tr.RoundTrip(req)
-	if err != nil {
-		return 0, err.Error()
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, err.Error()
-	}
-	return resp.StatusCode, string(b)
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-// syncBuffer is a bytes.Buffer safe for the process's two output pipes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	return testutil.Get(ctx, url)
 }
 
 // scrape reads a Prometheus text exposition: for each metric name, each

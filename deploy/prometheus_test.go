@@ -42,9 +42,9 @@ workers: {command: [{{worker}}], count: 1, concurrency: 1, readyPath: /healthz, 
 			t.Fatalf("admin /metrics: got %d %q", code, body)
 		}
 		scraped = scrape(body)
-		r.cmd.Process.Signal(syscall.SIGTERM)
+		r.Cmd.Process.Signal(syscall.SIGTERM)
 		select {
-		case <-r.done:
+		case <-r.Done():
 		case <-time.After(bound):
 			t.Fatal("sluice did not exit after SIGTERM")
 		}

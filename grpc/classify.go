@@ -18,7 +18,8 @@ import (
 
 // The metadata sluice reads from trusted peers (ClientInterceptor sends
 // sluice-priority; grpc-go carries the deadline itself, as grpc-timeout),
-// and the trailers of a shed call. gRPC metadata keys are lower case.
+// and the trailers of a shed call: admission's header names
+// (admission.HeaderPriority, ...) in lower case, as gRPC metadata keys are.
 const (
 	MetadataPriority = "sluice-priority" // critical-plus | critical | sheddable-plus | sheddable
 	MetadataTenant   = "sluice-tenant"   // the fairness key
@@ -140,12 +141,16 @@ func (c *Classifier) Classify(ctx context.Context, fullMethod string) admission.
 	return req
 }
 
+// metadataPrefix begins every sluice metadata key: admission.HeaderPrefix
+// in lower case.
+var metadataPrefix = strings.ToLower(admission.HeaderPrefix)
+
 func (c *Classifier) tenant(ctx context.Context, addr netip.Addr, trusted bool) string {
 	var key string
 	switch c.Tenant.Kind {
 	case admission.TenantHeader:
 		name := strings.ToLower(c.Tenant.Name)
-		if trusted || !strings.HasPrefix(name, "sluice-") {
+		if trusted || !strings.HasPrefix(name, metadataPrefix) {
 			key = first(ctx, name)
 		}
 	case admission.TenantClientIP:

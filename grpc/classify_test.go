@@ -149,3 +149,18 @@ func TestClassifierValidate(t *testing.T) {
 		}
 	}
 }
+
+// The metadata keys are admission's header names, lower case: one name
+// for each thing, whether it travels over HTTP or gRPC.
+func TestMetadataNamesAreHeaderNames(t *testing.T) {
+	for _, tc := range []struct{ key, header string }{
+		{sluicegrpc.MetadataPriority, admission.HeaderPriority},
+		{sluicegrpc.MetadataTenant, admission.HeaderTenant},
+		{sluicegrpc.MetadataTimeout, admission.HeaderTimeout},
+		{sluicegrpc.TrailerShed, admission.HeaderShed},
+	} {
+		if want := strings.ToLower(tc.header); tc.key != want {
+			t.Errorf("got %q, want %q (admission's %s)", tc.key, want, tc.header)
+		}
+	}
+}

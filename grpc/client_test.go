@@ -219,7 +219,7 @@ func TestClientBreaker(t *testing.T) {
 					if status.Code(err) != codes.Unavailable || f.attempts() != 5 {
 						t.Errorf("got %v after %d attempts, want UNAVAILABLE after 5", err, f.attempts())
 					}
-					if st := ci.Stats().Hosts["passthrough:///backend"]; st.Breaker != client.Open {
+					if st := ci.Stats().Hosts["passthrough:///backend"]; st.Breaker != client.BreakerOpen {
 						t.Errorf("got breaker %v, want open", st.Breaker)
 					}
 				}
@@ -242,7 +242,7 @@ func TestClientCancelledCallsAreNotFailures(t *testing.T) {
 				t.Fatalf("got %v, want CANCELLED", err)
 			}
 		}
-		if st := ci.Stats().Hosts["passthrough:///backend"]; st.Breaker != client.Closed {
+		if st := ci.Stats().Hosts["passthrough:///backend"]; st.Breaker != client.BreakerClosed {
 			t.Errorf("got breaker %v after cancelled calls, want closed", st.Breaker)
 		}
 	})

@@ -164,7 +164,7 @@ func (g *gate) admit(ctx context.Context, fullMethod string) (_ context.Context,
 
 // trailer returns the trailers of a call shed for reason.
 func (g *gate) trailer(reason admission.Reason) metadata.MD {
-	ms := g.c.RetryAfter(reason).Milliseconds()
+	ms := g.c.RetryAfter().Milliseconds()
 	return metadata.Pairs(TrailerShed, reason.String(), TrailerPushback, strconv.FormatInt(ms, 10))
 }
 

@@ -143,7 +143,7 @@ func TestClientStreamOpenError(t *testing.T) {
 				t.Fatalf("got %v, want the streamer's error", err)
 			}
 		}
-		if h := ci.Stats().Hosts["passthrough:///backend"]; h.Breaker != client.Open {
+		if h := ci.Stats().Hosts["passthrough:///backend"]; h.Breaker != client.BreakerOpen {
 			t.Errorf("got breaker %v after 5 failed opens, want open", h.Breaker)
 		}
 	})
@@ -184,7 +184,7 @@ func TestClientStreamCancelled(t *testing.T) {
 			cancel()
 		}
 		synctest.Wait()
-		if h := ci.Stats().Hosts["passthrough:///backend"]; h.Breaker != client.Closed {
+		if h := ci.Stats().Hosts["passthrough:///backend"]; h.Breaker != client.BreakerClosed {
 			t.Errorf("got breaker %v after cancelled streams, want closed", h.Breaker)
 		}
 	})

@@ -8,22 +8,25 @@ import (
 	"sync/atomic"
 )
 
-// AIMDOptions configures an AIMD limit. The zero value is the seed's
-// defaults: a limit that starts wide open at 1000 and backs off when the
-// process is 95% saturated.
+// AIMDOptions configures an AIMD limit. The zero value is a limit that
+// starts wide open at 1000, so that nothing is refused before the first
+// sign of saturation, and backs off when the process is 95% saturated.
 //
-// The seed's "maxConcurrentRequests is a hard ceiling of the limit" is the
-// caller's job: pass Max = min(maxLimit, maxConcurrentRequests). Initial is
-// clamped into [Min, Max], so lowering Max alone is enough.
+// A hard ceiling on requests in flight (sluice.yaml's
+// maxConcurrentRequests) is the caller's job: pass Max = min(maxLimit,
+// maxConcurrentRequests). Initial is clamped into [Min, Max], so lowering
+// Max alone is enough.
 type AIMDOptions struct {
-	// Initial is the starting limit; 0 means Max (the seed starts wide open).
+	// Initial is the starting limit; 0 means Max (wide open: the rule only
+	// backs off, so a low start would refuse work before any saturation).
 	Initial int
 	// Min is the lowest limit; 0 means 1.
 	Min int
 	// Max is the highest limit; 0 means 1000.
 	Max int
 	// MaxSaturation is the saturation at or above which the limit backs
-	// off, in (0, 1]; 0 means 0.95 (the seed's eluMax).
+	// off, in (0, 1]; 0 means 0.95: a Node.js event loop busy 95% of the
+	// time has no room left for a burst (sluice.yaml's eluMax).
 	MaxSaturation float64
 }
 
@@ -66,8 +69,10 @@ func (o AIMDOptions) withDefaults() AIMDOptions {
 	return o
 }
 
-// AIMD is the seed's saturation-driven limit: additive (square-root)
-// increase, multiplicative decrease, once per sample window.
+// AIMD is a saturation-driven limit: additive (square-root) increase,
+// multiplicative decrease, once per sample window. It suits a process
+// that reports its own saturation (a Node.js worker's event-loop
+// utilization), where the signal, not latency, says when to back off.
 //
 // On Tick, with inflight = max(w.Inflight, w.PeakInflight):
 //

@@ -71,7 +71,7 @@ func TestAIMDInitial(t *testing.T) {
 	}
 }
 
-// TestAIMDTick checks the seed's rule against hand-computed values.
+// TestAIMDTick checks the AIMD rule against hand-computed values.
 func TestAIMDTick(t *testing.T) {
 	nan := math.NaN()
 	tests := []struct {

@@ -38,8 +38,8 @@
 // read requests and write responses starve, and the queue forms in unread
 // connections. M - R is the concurrency the CPUs actually serve: the limit
 // goes there in one window (a cold start or a step from 0.5x to 8x is
-// answered in about 100 ms, where the seed's AIMD needs half a minute to
-// get from 100 to 2). The limit grows only while it binds and the CPUs are
+// answered in about 100 ms, where AIMD's tenth a window needs half a
+// minute to get from 100 to 2). The limit grows only while it binds and the CPUs are
 // not oversubscribed: up to fourfold a window while they idle (I/O-bound work), aiming at
 // the concurrency the busy fraction projects to fill them as they fill.
 // What the CPUs cannot show, a downstream with its own concurrency cap
@@ -68,7 +68,7 @@
 //
 // A constant the caller Sets: the number of worker slots, say.
 //
-// # AIMD: the seed's saturation rule
+// # AIMD: the saturation rule
 //
 // Every window, with inflight = max(Window.Inflight, Window.PeakInflight):
 //
@@ -76,8 +76,8 @@
 //	otherwise:                                        L = min(Max, L + max(1, ceil(sqrt(L))))
 //
 // Defaults: Initial = Max (wide open), Min 1, Max 1000, MaxSaturation 0.95.
-// A NaN saturation is unknown and counts as below the maximum. The seed's
-// maxConcurrentRequests, a hard ceiling, is applied by the caller as
+// A NaN saturation is unknown and counts as below the maximum. A hard
+// ceiling (sluice.yaml's maxConcurrentRequests) is applied by the caller as
 // Max = min(maxLimit, maxConcurrentRequests); Initial is clamped into
 // [Min, Max].
 //

@@ -10,7 +10,7 @@ import (
 	"github.com/sluicehq/sluice/limit"
 )
 
-// The seed's rule: a saturated process backs off by a tenth a window, an
+// The AIMD rule: a saturated process backs off by a tenth a window, an
 // unsaturated one grows by the square root of its limit.
 func Example_aimd() {
 	a, err := limit.NewAIMD(limit.AIMDOptions{Max: 100}) // Max: the hard ceiling

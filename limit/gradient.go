@@ -287,19 +287,26 @@ func (g *Gradient) Tick(w Window) int {
 		g.mu.trusted = true
 		return g.Limit()
 	default:
-		grad := min(max(g.o.Tolerance*g.mu.baseline/st.rtt, minGradient), 1)
-		switch {
-		case grad < 1:
-			l *= 1 - g.o.Smoothing*(1-grad)
-		case st.rtt <= g.mu.baseline*(1+(g.o.Tolerance-1)/4):
-			l *= 2
-		default:
-			l += max(1, math.Sqrt(l))
-		}
+		l = g.step(l, g.mu.baseline, st.rtt)
 	}
 	g.setLocked(l)
 	g.resetEpochLocked()
 	return g.Limit()
+}
+
+// step is the gradient rule for a trusted baseline: limit l shrinks by
+// the gradient while the epoch's mean rtt is above Tolerance x baseline,
+// doubles while rtt stays close to baseline (slow start), and otherwise
+// grows by its square root.
+func (g *Gradient) step(l, baseline, rtt float64) float64 {
+	grad := min(max(g.o.Tolerance*baseline/rtt, minGradient), 1)
+	switch {
+	case grad < 1:
+		return l * (1 - g.o.Smoothing*(1-grad))
+	case rtt <= baseline*(1+(g.o.Tolerance-1)/4):
+		return l * 2
+	}
+	return l + max(1, math.Sqrt(l))
 }
 
 func (g *Gradient) resetEpochLocked() {

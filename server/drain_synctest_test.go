@@ -4,68 +4,19 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"net/http"
-	"sync"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/testutil"
 	"github.com/sluicehq/sluice/server"
 )
 
-// pipeListener hands out in-memory connections, so that a Server runs in a
-// synctest bubble: its timers use the bubble's clock, and the drain's
-// timing is checked to the nanosecond.
-type pipeListener struct {
-	conns  chan net.Conn
-	closed chan struct{}
-	once   sync.Once
-}
-
-var errRefused = errors.New("test: connection refused")
-
-func newPipeListener() *pipeListener {
-	return &pipeListener{conns: make(chan net.Conn), closed: make(chan struct{})}
-}
-
-func (l *pipeListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.conns:
-		return c, nil
-	case <-l.closed:
-		return nil, net.ErrClosed
-	}
-}
-
-func (l *pipeListener) Close() error {
-	l.once.Do(func() { close(l.closed) })
-	return nil
-}
-
-func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
-
-// dial connects to the listener, or fails once it is closed.
-func (l *pipeListener) dial(ctx context.Context, _, _ string) (net.Conn, error) {
-	client, srv := net.Pipe()
-	select {
-	case l.conns <- srv:
-		return client, nil
-	case <-l.closed:
-		return nil, errRefused
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-type pipeAddr struct{}
-
-func (pipeAddr) Network() string { return "pipe" }
-func (pipeAddr) String() string  { return "pipe" }
-
 // pipeClient returns a client of l.
-func pipeClient(t *testing.T, l *pipeListener) *http.Client {
-	tr := &http.Transport{DialContext: l.dial}
+func pipeClient(t *testing.T, l *testutil.Listener) *http.Client {
+	tr := &http.Transport{DialContext: l.Dial}
 	t.Cleanup(tr.CloseIdleConnections)
 	return &http.Client{Transport: tr}
 }
@@ -84,7 +35,7 @@ func pipeGet(c *http.Client, path string) (int, string, *http.Response, error) {
 // The drain's sequence with the default timings, on the bubble's clock.
 func TestDrainSequence(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := newPipeListener()
+		l := testutil.NewListener()
 		entered, release := make(chan struct{}, 1), make(chan struct{})
 		var drains int
 		s := &server.Server{Handler: slowHandler(entered, release), OnDrain: func() { drains++ }}
@@ -127,7 +78,7 @@ func TestDrainSequence(t *testing.T) {
 		check("/new", 200, "fast")
 		time.Sleep(time.Nanosecond)
 		synctest.Wait()
-		if _, _, _, err := pipeGet(c, "/new"); !errors.Is(err, errRefused) {
+		if _, _, _, err := pipeGet(c, "/new"); !errors.Is(err, syscall.ECONNREFUSED) {
 			t.Errorf("%v into the drain: got %v, want the connection refused", time.Since(began), err)
 		}
 
@@ -172,7 +123,7 @@ func TestDrainCut(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				l := newPipeListener()
+				l := testutil.NewListener()
 				entered, handlerDone := make(chan struct{}, 1), make(chan struct{})
 				var drains, cuts int
 				var cutSawHandlerRunning bool
@@ -246,7 +197,7 @@ func TestDrainIdle(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.drainDelay.String(), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				l := newPipeListener()
+				l := testutil.NewListener()
 				s := &server.Server{DrainDelay: tc.drainDelay}
 				ctx, cancel := context.WithCancel(t.Context())
 				done := make(chan error, 1)
@@ -271,15 +222,13 @@ func TestServeTwice(t *testing.T) {
 		s := &server.Server{DrainDelay: -1}
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error, 1)
-		go func() { done <- s.Serve(ctx, newPipeListener()) }()
+		go func() { done <- s.Serve(ctx, testutil.NewListener()) }()
 		synctest.Wait()
-		l2 := newPipeListener()
+		l2 := testutil.NewListener()
 		if err := s.Serve(ctx, l2); err == nil {
 			t.Error("second Serve: got nil, want an error")
 		}
-		select {
-		case <-l2.closed:
-		default:
+		if !l2.Closed() {
 			t.Error("second Serve left its listener open")
 		}
 		cancel()

@@ -9,14 +9,15 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/sluicehq/sluice/internal/testutil"
 	"github.com/sluicehq/sluice/server"
 )
 
-// limitRig serves a Server on a pipeListener in a synctest bubble; its
+// limitRig serves a Server on an in-memory listener in a synctest bubble; its
 // handler holds /hold requests until release is closed.
 type limitRig struct {
 	t       *testing.T
-	l       *pipeListener
+	l       *testutil.Listener
 	s       *server.Server
 	release chan struct{}
 	cancel  context.CancelFunc
@@ -24,7 +25,7 @@ type limitRig struct {
 }
 
 func newLimitRig(t *testing.T, s *server.Server) *limitRig {
-	g := &limitRig{t: t, l: newPipeListener(), s: s, release: make(chan struct{}), done: make(chan error, 1)}
+	g := &limitRig{t: t, l: testutil.NewListener(), s: s, release: make(chan struct{}), done: make(chan error, 1)}
 	s.DrainDelay = -1
 	s.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/hold" {
@@ -39,7 +40,7 @@ func newLimitRig(t *testing.T, s *server.Server) *limitRig {
 }
 
 func (g *limitRig) dial() net.Conn {
-	c, err := g.l.dial(g.t.Context(), "", "")
+	c, err := g.l.Dial(g.t.Context(), "", "")
 	if err != nil {
 		g.t.Fatal(err)
 	}

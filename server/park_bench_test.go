@@ -8,9 +8,10 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/testutil"
 )
 
 // benchServe serves s (answering "ok") on loopback for the benchmark and
@@ -38,19 +39,6 @@ func benchServe(b *testing.B, s *Server) string {
 		<-done
 	})
 	return ln.Addr().String()
-}
-
-// reportCPU reports the process's CPU time (user and system, client and
-// server together) per operation from now to the call of the function it
-// returns: on a shared machine a steadier figure than the wall time.
-func reportCPU(b *testing.B) func() {
-	cpu := func() time.Duration {
-		var ru syscall.Rusage
-		syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	}
-	began := cpu()
-	return func() { b.ReportMetric(float64(cpu()-began)/float64(b.N), "cpu-ns/op") }
 }
 
 // parkCases are the configurations compared: parking off, on but below
@@ -82,7 +70,7 @@ func BenchmarkParkKeepAlive(b *testing.B) {
 			defer c.Close()
 			tc := &testConn{Conn: c, br: bufio.NewReader(c)}
 			b.ReportAllocs()
-			defer reportCPU(b)()
+			defer testutil.ReportCPU(b, testutil.ProcessCPU())
 			for b.Loop() {
 				if code, _ := tc.get("/"); code != 200 {
 					b.Fatalf("got %d", code)
@@ -98,7 +86,7 @@ func BenchmarkParkNewConn(b *testing.B) {
 		b.Run(pc.name, func(b *testing.B) {
 			addr := benchServe(b, &Server{ParkAbove: pc.above})
 			b.ReportAllocs()
-			defer reportCPU(b)()
+			defer testutil.ReportCPU(b, testutil.ProcessCPU())
 			for b.Loop() {
 				c, err := net.Dial("tcp", addr)
 				if err != nil {

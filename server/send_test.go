@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/testutil"
 	"github.com/sluicehq/sluice/server"
 )
 
@@ -29,7 +30,7 @@ func TestSendTimeout(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				l := newPipeListener()
+				l := testutil.NewListener()
 				werr := make(chan error, 1)
 				chunk := strings.Repeat("x", 32<<10)
 				s := &server.Server{SendTimeout: send, DrainDelay: -1, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -50,7 +51,7 @@ func TestSendTimeout(t *testing.T) {
 				ctx, cancel := context.WithCancel(t.Context())
 				done := make(chan error, 1)
 				go func() { done <- s.Serve(ctx, l) }()
-				c, err := l.dial(t.Context(), "", "")
+				c, err := l.Dial(t.Context(), "", "")
 				if err != nil {
 					t.Fatal(err)
 				}

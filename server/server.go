@@ -30,7 +30,8 @@
 //     client goes away) is bound by it.
 //   - There is no WriteTimeout: net/http's is a bound on the whole response
 //     (from the end of the request's headers), which would cut every
-//     long-lived stream, as the seed's single inactivity timer does.
+//     long-lived stream, as a single inactivity timer over the whole
+//     exchange does too.
 //     SendTimeout bounds progress instead: each write of the response (and
 //     the last flush, after the handler returns) must be taken by the
 //     client within it, so a client that keeps its connection but stops
@@ -83,8 +84,7 @@ import (
 	"time"
 )
 
-// Defaults for the zero values of Server's fields. The timeouts are the
-// seed's: 65 s of keep-alive outlasts the 60 s idle timeout of an AWS load
+// Defaults for the zero values of Server's fields. 65 s of keep-alive outlasts the 60 s idle timeout of an AWS load
 // balancer (so the balancer, not the server, closes idle connections and
 // never sends a request down a connection the server is closing), and a 25 s
 // shutdown fits Kubernetes' default 30 s termination grace period.

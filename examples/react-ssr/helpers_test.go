@@ -4,9 +4,7 @@ package reactssr
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -16,7 +14,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -62,97 +59,6 @@ func requireNode(tb testing.TB) string {
 	return ""
 }
 
-// lockedBuffer collects a child's output; safe for concurrent use.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// child is a process a test started, in its own process group.
-type child struct {
-	cmd  *exec.Cmd
-	out  *lockedBuffer
-	done chan struct{} // closed when Wait has returned
-	err  error         // Wait's result, set before done is closed
-}
-
-// startChild starts cmd in its own process group, collecting its output.
-// Cleanup stops it if the test has not: SIGTERM, then SIGKILL to the group
-// after exitDeadline, and logs its output when the test failed.
-func startChild(tb testing.TB, cmd *exec.Cmd) *child {
-	tb.Helper()
-	c := &child{cmd: cmd, out: &lockedBuffer{}, done: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = c.out, c.out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		tb.Fatalf("start %s: %v", cmd.Path, err)
-	}
-	go func() {
-		c.err = cmd.Wait()
-		close(c.done)
-	}()
-	tb.Cleanup(func() {
-		c.stop(tb)
-		if tb.Failed() {
-			tb.Logf("output of %s:\n%s", strings.Join(cmd.Args, " "), c.out.String())
-		}
-	})
-	return c
-}
-
-func (c *child) pid() int { return c.cmd.Process.Pid }
-
-// stop ends the child if it still runs: SIGTERM, and SIGKILL to its
-// process group if it has not exited within exitDeadline.
-func (c *child) stop(tb testing.TB) {
-	select {
-	case <-c.done:
-		return
-	default:
-	}
-	_ = c.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-c.done:
-	case <-time.After(exitDeadline):
-		tb.Errorf("%s (pid %d) still running %v after SIGTERM; killing its group", c.cmd.Args[0], c.pid(), exitDeadline)
-		_ = syscall.Kill(-c.pid(), syscall.SIGKILL)
-		<-c.done
-	}
-}
-
-// wait returns the child's exit code once it has exited, or fails the test
-// if it is still running after d.
-func (c *child) wait(tb testing.TB, d time.Duration) int {
-	tb.Helper()
-	select {
-	case <-c.done:
-	case <-time.After(d):
-		tb.Fatalf("%s (pid %d) still running after %v", c.cmd.Args[0], c.pid(), d)
-	}
-	var exit *exec.ExitError
-	switch {
-	case c.err == nil:
-		return 0
-	case errors.As(c.err, &exit):
-		return exit.ExitCode()
-	default:
-		tb.Fatalf("wait %s: %v", c.cmd.Args[0], c.err)
-		return -1
-	}
-}
-
 // pollUntil calls cond every pollInterval until it returns true, failing
 // the test if it has not within d. It is for the outside of real processes,
 // which give no other signal of their state.
@@ -165,17 +71,6 @@ func pollUntil(tb testing.TB, d time.Duration, what string, cond func() bool) {
 		}
 		time.Sleep(pollInterval)
 	}
-}
-
-// freeAddr returns 127.0.0.1:PORT with a port that was free a moment ago.
-func freeAddr(tb testing.TB) string {
-	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // held is a request the worker is holding: it has reached the worker

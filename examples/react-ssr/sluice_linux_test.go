@@ -1,7 +1,6 @@
 package reactssr
 
 import (
-	"context"
 	"net/http"
 	"os"
 	"os/exec"
@@ -14,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/testutil"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -33,12 +33,8 @@ func buildSluice(tb testing.TB) string {
 		tb.Fatalf("repository root: %v", err)
 	}
 	bin := filepath.Join(tb.TempDir(), "sluice")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/sluice")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		tb.Fatalf("go build ./cmd/sluice: %v\n%s", err, out)
+	if err := testutil.BuildSluice(root, bin); err != nil {
+		tb.Fatal(err)
 	}
 	return bin
 }
@@ -77,7 +73,7 @@ func testConfig(tb testing.TB, dir string, set map[string]any) []byte {
 
 // sluiceProc is `sluice serve` in front of the example's workers.
 type sluiceProc struct {
-	*child
+	*testutil.Process
 	base   string // http://127.0.0.1:PORT
 	client *http.Client
 
@@ -91,10 +87,10 @@ type sluiceProc struct {
 func startSluice(tb testing.TB, dir string, hook *holdHook) *sluiceProc {
 	tb.Helper()
 	bin := buildSluice(tb)
-	addr := freeAddr(tb)
+	addr := testutil.FreeAddr(tb)
 	cfg := testConfig(tb, dir, map[string]any{
 		"server.listen":     addr,
-		"admin.listen":      freeAddr(tb),
+		"admin.listen":      testutil.FreeAddr(tb),
 		"server.drainDelay": "100ms",
 		// The workers run from the example's directory wherever the
 		// config is written.
@@ -118,15 +114,15 @@ func startSluice(tb testing.TB, dir string, hook *holdHook) *sluiceProc {
 	s := &sluiceProc{base: "http://" + addr, seen: map[int]bool{}}
 	// Registered before the child's, so it runs after sluice is stopped.
 	tb.Cleanup(func() { s.checkWorkersGone(tb) })
-	s.child = startChild(tb, exec.Command(bin, "serve", "-c", path))
+	s.Process = testutil.StartProcess(tb, exec.Command(bin, "serve", "-c", path), exitDeadline)
 	tr := &http.Transport{MaxIdleConnsPerHost: loadClients + 2}
 	tb.Cleanup(tr.CloseIdleConnections)
 	s.client = &http.Client{Transport: tr}
 
 	pollUntil(tb, startDeadline, "GET /__sluice/ready answers 200", func() bool {
 		select {
-		case <-s.done:
-			tb.Fatalf("sluice exited during start: %v", s.err)
+		case <-s.Done():
+			tb.Fatalf("sluice exited during start: %v", s.Err())
 		default:
 		}
 		r := get(s.client, s.base+"/__sluice/ready", time.Second)
@@ -152,7 +148,7 @@ func (s *sluiceProc) sawHeader(pid string) {
 
 // workers returns sluice's running worker processes, and remembers them.
 func (s *sluiceProc) workers() []int {
-	pids := workersOf(s.pid())
+	pids := workersOf(s.PID())
 	s.saw(pids...)
 	return pids
 }
@@ -241,7 +237,7 @@ func TestSluice(t *testing.T) {
 			t.Fatalf("sluice's workers: got %v, want 2", before)
 		}
 		mark := l.answered()
-		if err := syscall.Kill(s.pid(), syscall.SIGHUP); err != nil {
+		if err := syscall.Kill(s.PID(), syscall.SIGHUP); err != nil {
 			t.Fatal(err)
 		}
 		l.await(t, 2*startDeadline, "two new workers answer", func(pids []string) bool {
@@ -278,7 +274,7 @@ func TestSluice(t *testing.T) {
 		if h.name != "drain" {
 			t.Fatalf("held: got %q, want %q", h.name, "drain")
 		}
-		if err := syscall.Kill(s.pid(), syscall.SIGTERM); err != nil {
+		if err := syscall.Kill(s.PID(), syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}
 		// Readiness fails at once; later the listener closes. Either shows
@@ -289,8 +285,8 @@ func TestSluice(t *testing.T) {
 			return r.err != nil || r.status != http.StatusOK
 		})
 		select {
-		case <-s.done:
-			t.Fatalf("sluice exited with a request in flight: %v", s.err)
+		case <-s.Done():
+			t.Fatalf("sluice exited with a request in flight: %v", s.Err())
 		default:
 		}
 
@@ -306,7 +302,7 @@ func TestSluice(t *testing.T) {
 		} else if got := r.header.Get("X-Worker-Pid"); got != h.pid {
 			t.Errorf("X-Worker-Pid: got %s, want %s, the worker that held it", got, h.pid)
 		}
-		if code := s.wait(t, exitDeadline); code != 0 {
+		if code := s.ExitCode(t, exitDeadline); code != 0 {
 			t.Errorf("sluice's exit code: got %d, want 0", code)
 		}
 		s.mu.Lock()

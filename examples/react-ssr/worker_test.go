@@ -15,12 +15,14 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/testutil"
 )
 
 // worker is worker.js started directly, on a unix socket as sluice's
 // workers.address: unix would start it.
 type worker struct {
-	*child
+	*testutil.Process
 	socket string
 	client *http.Client
 }
@@ -39,7 +41,7 @@ func startWorker(tb testing.TB, dir string, env ...string) *worker {
 	cmd := exec.Command("node", "worker.js")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), append([]string{"SLUICE_SOCKET=" + socket}, env...)...)
-	w := &worker{child: startChild(tb, cmd), socket: socket}
+	w := &worker{Process: testutil.StartProcess(tb, cmd, exitDeadline), socket: socket}
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
@@ -50,8 +52,8 @@ func startWorker(tb testing.TB, dir string, env ...string) *worker {
 	w.client = &http.Client{Transport: tr}
 	pollUntil(tb, startDeadline, "worker answers /healthz", func() bool {
 		select {
-		case <-w.done:
-			tb.Fatalf("worker exited during start: %v", w.err)
+		case <-w.Done():
+			tb.Fatalf("worker exited during start: %v", w.Err())
 		default:
 		}
 		r := w.get("/healthz")
@@ -78,7 +80,7 @@ func (w *worker) post(path, contentType, body string) reply {
 func TestWorkerRoutes(t *testing.T) {
 	dir := requireNode(t)
 	w := startWorker(t, dir)
-	pid := strconv.Itoa(w.pid())
+	pid := strconv.Itoa(w.PID())
 
 	tests := []struct {
 		name        string
@@ -280,20 +282,20 @@ func TestWorkerBatch(t *testing.T) {
 
 func TestWorkerListensOnPort(t *testing.T) {
 	dir := requireNode(t)
-	addr := freeAddr(t)
+	addr := testutil.FreeAddr(t)
 	_, port, _ := net.SplitHostPort(addr)
 	cmd := exec.Command("node", "worker.js")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "PORT="+port, "SLUICE_SOCKET=")
-	c := startChild(t, cmd)
+	c := testutil.StartProcess(t, cmd, exitDeadline)
 	client := &http.Client{Transport: &http.Transport{}}
 	var r reply
 	pollUntil(t, startDeadline, "worker answers on "+addr, func() bool {
 		r = get(client, "http://"+addr+"/healthz", time.Second)
 		return r.err == nil
 	})
-	if r.status != http.StatusOK || r.header.Get("X-Worker-Pid") != strconv.Itoa(c.pid()) {
-		t.Errorf("got %d X-Worker-Pid %q, want 200 and %d", r.status, r.header.Get("X-Worker-Pid"), c.pid())
+	if r.status != http.StatusOK || r.header.Get("X-Worker-Pid") != strconv.Itoa(c.PID()) {
+		t.Errorf("got %d X-Worker-Pid %q, want 200 and %d", r.status, r.header.Get("X-Worker-Pid"), c.PID())
 	}
 }
 
@@ -310,11 +312,11 @@ func TestWorkerDrainsOnSIGTERM(t *testing.T) {
 	done := make(chan reply, 1)
 	go func() { done <- w.get("/?hold=drain") }()
 	h := hook.next(t, 10*time.Second)
-	if h.name != "drain" || h.pid != strconv.Itoa(w.pid()) {
-		t.Fatalf("held: got %q from pid %s, want %q from %d", h.name, h.pid, "drain", w.pid())
+	if h.name != "drain" || h.pid != strconv.Itoa(w.PID()) {
+		t.Fatalf("held: got %q from pid %s, want %q from %d", h.name, h.pid, "drain", w.PID())
 	}
 
-	if err := w.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := w.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	pollUntil(t, exitDeadline, "worker stops accepting", func() bool {
@@ -324,8 +326,8 @@ func TestWorkerDrainsOnSIGTERM(t *testing.T) {
 	select {
 	case r := <-done:
 		t.Fatalf("the held request ended before its release: %v", r)
-	case <-w.done:
-		t.Fatalf("worker exited with a request in flight: %v", w.err)
+	case <-w.Done():
+		t.Fatalf("worker exited with a request in flight: %v", w.Err())
 	default:
 	}
 
@@ -334,7 +336,7 @@ func TestWorkerDrainsOnSIGTERM(t *testing.T) {
 	if msg := checkPage(r); msg != "" {
 		t.Errorf("request in flight at SIGTERM: %s", msg)
 	}
-	if code := w.wait(t, 10*time.Second); code != 0 {
+	if code := w.ExitCode(t, 10*time.Second); code != 0 {
 		t.Errorf("exit code: got %d, want 0", code)
 	}
 }

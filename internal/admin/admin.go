@@ -104,8 +104,9 @@ func NewLatency(h *admission.Histograms) *Latency {
 type Worker struct {
 	// ID names the worker (e.g. "worker-3").
 	ID string `json:"id"`
-	// State is one of starting, ready, busy, draining, stopped or crashed;
-	// other values are shown as they are.
+	// State is the supervisor's name of the worker's state (starting,
+	// warming, ready, draining, stopping or exited: supervisor.State);
+	// the dashboard shows any other value as it is.
 	State string `json:"state"`
 	// PID is the process id, 0 when not running.
 	PID int `json:"pid,omitempty"`

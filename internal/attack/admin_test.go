@@ -74,7 +74,7 @@ func TestAdminRestartRefusesCrossSiteAndForeignHost(t *testing.T) {
 	})
 	// A restart a refused request had started would have begun before the
 	// allowed one, so it would be in the log by now.
-	if n := strings.Count(s.out.tail(1<<20), "rolling restart requested"); n != 1 {
+	if n := strings.Count(s.Output(1<<20), "rolling restart requested"); n != 1 {
 		t.Errorf("got %d rolling restarts in sluice's log, want 1 (the allowed one)", n)
 	}
 	http.DefaultTransport.(*http.Transport).CloseIdleConnections()

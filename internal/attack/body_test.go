@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strconv"
 	"testing"
+
+	"github.com/sluicehq/sluice/internal/testutil"
 )
 
 // maxRSS bounds sluice's peak resident memory in the memory attacks: a
@@ -35,7 +37,7 @@ func TestHugeDeclaredContentLength(t *testing.T) {
 					t.Errorf("declared 1 TB: got %d, want 413", code)
 				}
 			}
-			if code, _ := Get(t.Context(), "http://"+s.Addr+"/__sluice/health"); code != http.StatusOK || !s.Alive() {
+			if code, _ := testutil.Get(t.Context(), "http://"+s.Addr+"/__sluice/health"); code != http.StatusOK || !s.Alive() {
 				t.Fatalf("after the attack: health %d, alive %v; want 200 and alive", code, s.Alive())
 			}
 			if m := s.Memory(t); m.Peak > maxRSS {
@@ -66,7 +68,7 @@ func TestTrickledBodiesHoldOnlyWhatArrived(t *testing.T) {
 	if most := int64(conns * 4 << 10); st.Proxy.BufferedBytes > most+1<<20 {
 		t.Errorf("buffered: got %d bytes, want about %d", st.Proxy.BufferedBytes, most)
 	}
-	if code, _ := Get(t.Context(), "http://"+s.Addr+"/?cpu=0"); code != http.StatusOK {
+	if code, _ := testutil.Get(t.Context(), "http://"+s.Addr+"/?cpu=0"); code != http.StatusOK {
 		t.Errorf("a GET during the attack: got %d, want 200", code)
 	}
 	m := s.Memory(t)
@@ -103,7 +105,7 @@ func TestUploadsPastBudget(t *testing.T) {
 	if code, h := RoundTrip(t, c, "POST /?cpu=0 HTTP/1.1\r\nHost: sluice\r\nContent-Length: 5\r\n\r\nhello"); code != http.StatusServiceUnavailable || h.Get("Retry-After") == "" {
 		t.Errorf("an upload at the budget: got %d (Retry-After %q), want 503 with Retry-After", code, h.Get("Retry-After"))
 	}
-	if code, _ := Get(t.Context(), "http://"+s.Addr+"/?cpu=0"); code != http.StatusOK {
+	if code, _ := testutil.Get(t.Context(), "http://"+s.Addr+"/?cpu=0"); code != http.StatusOK {
 		t.Errorf("a GET at the budget: got %d, want 200", code)
 	}
 	for _, c := range cs {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/testutil"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 )
@@ -161,7 +162,7 @@ admin: {listen: {{admin}}}
 	}
 	h.c.Close()
 	<-h.done
-	if code, _ := Get(t.Context(), "http://"+s.Addr+"/?cpu=0"); code != http.StatusOK {
+	if code, _ := testutil.Get(t.Context(), "http://"+s.Addr+"/?cpu=0"); code != http.StatusOK {
 		t.Errorf("a request after the attack: got %d, want 200", code)
 	}
 	s.Stop(t)

@@ -34,10 +34,10 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/testutil"
 )
 
 // bound caps every wait on sluice: generous for two loaded cores, short
@@ -48,24 +48,7 @@ const bound = 20 * time.Second
 var sluiceBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "sluice-attack-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	sluiceBin = filepath.Join(dir, "sluice")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	build := exec.CommandContext(ctx, "go", "build", "-p", "1", "-o", sluiceBin, "github.com/sluicehq/sluice/cmd/sluice")
-	out, err := build.CombinedOutput()
-	cancel()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "go build ./cmd/sluice: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(testutil.MainWithSluice(m, filepath.Join("..", ".."), &sluiceBin))
 }
 
 // DemoWorkers is a workers section running n of sluice's embedded demo
@@ -91,10 +74,7 @@ type Sluice struct {
 	Admin string // the admin listener, 127.0.0.1:port
 	PID   int
 
-	cmd     *exec.Cmd
-	out     *logBuffer
-	done    chan struct{}
-	stopped bool
+	p *testutil.Process
 }
 
 // Start writes cfg to a file and runs `sluice serve -c` on it, waiting until
@@ -105,7 +85,7 @@ type Sluice struct {
 // when the test failed.
 func Start(t *testing.T, cfg string) *Sluice {
 	t.Helper()
-	s := &Sluice{Addr: freeAddr(t), Admin: freeAddr(t), out: &logBuffer{}, done: make(chan struct{})}
+	s := &Sluice{Addr: testutil.FreeAddr(t), Admin: testutil.FreeAddr(t)}
 	cfg = strings.NewReplacer(
 		"{{listen}}", strconv.Quote(s.Addr),
 		"{{admin}}", strconv.Quote(s.Admin),
@@ -115,69 +95,41 @@ func Start(t *testing.T, cfg string) *Sluice {
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s.cmd = exec.Command(sluiceBin, "serve", "-c", path)
-	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	s.PID = s.cmd.Process.Pid
-	go func() { s.cmd.Wait(); close(s.done) }()
 	t.Cleanup(func() {
-		if !s.stopped {
-			syscall.Kill(-s.PID, syscall.SIGKILL)
-			<-s.done
-		}
 		if t.Failed() {
-			t.Logf("config:\n%s\nsluice output (last 8 KiB):\n%s", cfg, s.out.tail(8<<10))
+			t.Logf("config:\n%s", cfg)
 		}
 	})
+	s.p = testutil.StartProcess(t, exec.Command(sluiceBin, "serve", "-c", path), 0)
+	s.PID = s.p.PID()
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
-	for {
-		if code, _ := Get(ctx, "http://"+s.Addr+"/__sluice/ready"); code == http.StatusOK {
-			return s
-		}
-		select {
-		case <-s.done:
-			t.Fatalf("sluice exited while starting: %v", s.cmd.ProcessState)
-		case <-ctx.Done():
-			t.Fatalf("sluice not ready within %v", bound)
-		case <-time.After(20 * time.Millisecond): // polling another process
-		}
+	if err := testutil.WaitOK(ctx, "http://"+s.Addr+"/__sluice/ready", s.p.Done()); err != nil {
+		t.Fatalf("sluice not ready: %v (%v)", err, s.p.Err())
 	}
+	return s
 }
 
 // Alive reports whether the sluice process is still running.
-func (s *Sluice) Alive() bool {
-	select {
-	case <-s.done:
-		return false
-	default:
-		return true
-	}
-}
+func (s *Sluice) Alive() bool { return s.p.Running() }
+
+// Output returns the last n bytes sluice wrote to stdout and stderr.
+func (s *Sluice) Output(n int) string { return s.p.Out.Tail(n) }
 
 // Stop sends SIGTERM and fails the test unless sluice exits 0 within
 // bound: a clean drain, its workers stopped. Close the test's own
 // connections first: the drain waits for them.
 func (s *Sluice) Stop(t *testing.T) {
 	t.Helper()
-	s.stopped = true
 	if !s.Alive() {
-		t.Errorf("sluice had already exited: %v", s.cmd.ProcessState)
+		t.Errorf("sluice had already exited: %v", s.p.Err())
 		return
 	}
-	s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.done:
-	case <-time.After(bound):
-		syscall.Kill(-s.PID, syscall.SIGKILL)
-		<-s.done
+	if !s.p.Stop(bound) {
 		t.Errorf("sluice did not exit within %v of SIGTERM", bound)
 		return
 	}
-	if code := s.cmd.ProcessState.ExitCode(); code != 0 {
+	if code := s.p.Cmd.ProcessState.ExitCode(); code != 0 {
 		t.Errorf("sluice exit code: got %d, want 0", code)
 	}
 }
@@ -214,7 +166,7 @@ func (s *Sluice) Stats(t *testing.T) Stats {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
-	code, body := Get(ctx, "http://"+s.Admin+"/stats")
+	code, body := testutil.Get(ctx, "http://"+s.Admin+"/stats")
 	if code != http.StatusOK {
 		t.Fatalf("admin /stats: got %d %q", code, body)
 	}
@@ -279,34 +231,13 @@ func (s *Sluice) Goroutines(t *testing.T) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
-	code, body := Get(ctx, "http://"+s.Admin+"/debug/pprof/goroutine?debug=1")
+	code, body := testutil.Get(ctx, "http://"+s.Admin+"/debug/pprof/goroutine?debug=1")
 	first, _, _ := strings.Cut(body, "\n")
 	n, err := strconv.Atoi(strings.TrimPrefix(first, "goroutine profile: total "))
 	if code != http.StatusOK || err != nil {
 		t.Fatalf("admin goroutine profile: got %d %q", code, first)
 	}
 	return n
-}
-
-// Get sends GET url on a new connection and returns the status and body;
-// status 0 and the error's text when there was no answer.
-func Get(ctx context.Context, url string) (int, string) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return 0, err.Error()
-	}
-	tr := &http.Transport{DisableKeepAlives: true}
-	defer tr.CloseIdleConnections()
-	resp, err := tr.RoundTrip(req)
-	if err != nil {
-		return 0, err.Error()
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, err.Error()
-	}
-	return resp.StatusCode, string(b)
 }
 
 // Dial opens a raw TCP connection to addr, closed at the end of the test.
@@ -343,34 +274,4 @@ func requireLinux(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("reads /proc")
 	}
-}
-
-// logBuffer keeps sluice's output for the failure report.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) tail(n int) string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	b := l.b.Bytes()
-	return string(b[max(len(b)-n, 0):])
-}
-
-// freeAddr returns a loopback address nothing listens on now.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/testutil"
 )
 
 // Slowloris: a thousand connections that send their headers a byte at a
@@ -71,7 +73,7 @@ admin: {listen: {{admin}}}
 		clients.Go(func() {
 			for i := 0; i < legit/4 && time.Now().Before(deadline.Add(bound)); i++ {
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				code, body := Get(ctx, "http://"+s.Addr+"/?cpu=1")
+				code, body := testutil.Get(ctx, "http://"+s.Addr+"/?cpu=1")
 				cancel()
 				mu.Lock()
 				if code == http.StatusOK {

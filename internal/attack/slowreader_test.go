@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/testutil"
 )
 
 // bigUpstream answers /big with size bytes and reports on finished when
@@ -66,7 +68,7 @@ func TestSlowReaderIsCutAndSlotFreed(t *testing.T) {
 		t.Errorf("the stalled client could still read %d bytes, want the connection cut short of %d", n, size)
 	}
 	c.Close()
-	if code, _ := Get(t.Context(), "http://"+s.Addr+"/small"); code != http.StatusOK {
+	if code, _ := testutil.Get(t.Context(), "http://"+s.Addr+"/small"); code != http.StatusOK {
 		t.Errorf("the next request: got %d, want 200", code)
 	}
 	s.Stop(t)

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/testutil"
 )
 
 // TestSoak is opt-in (SLUICE_SOAK=1; SLUICE_SOAK_DURATION, default 10m):
@@ -189,7 +191,7 @@ func (s *Sluice) saveProfiles(t *testing.T, dir string) {
 		"goroutine.txt": "goroutine?debug=1",
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), bound)
-		code, body := Get(ctx, "http://"+s.Admin+"/debug/pprof/"+path)
+		code, body := testutil.Get(ctx, "http://"+s.Admin+"/debug/pprof/"+path)
 		cancel()
 		if code != http.StatusOK {
 			t.Errorf("profile %s: got %d", path, code)
@@ -207,7 +209,7 @@ func (s *Sluice) goMemory(t *testing.T) map[string]int64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
-	code, body := Get(ctx, "http://"+s.Admin+"/metrics")
+	code, body := testutil.Get(ctx, "http://"+s.Admin+"/metrics")
 	if code != http.StatusOK {
 		t.Fatalf("admin /metrics: got %d", code)
 	}

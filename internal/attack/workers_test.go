@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/testutil"
 )
 
 // faultyWorkers is a workers section of n demo workers with their fault
@@ -54,7 +56,7 @@ func TestHungWorkerIsKilledAndReplaced(t *testing.T) {
 admin: {listen: {{admin}}}
 proxy: {timeout: 1s}
 `+faultyWorkers(2))
-	if code, _ := Get(t.Context(), "http://"+s.Addr+"/__fault/loop"); code != http.StatusGatewayTimeout {
+	if code, _ := testutil.Get(t.Context(), "http://"+s.Addr+"/__fault/loop"); code != http.StatusGatewayTimeout {
 		t.Fatalf("the endless loop: got %d, want 504", code)
 	}
 	// Default hang grace: 10 s past the timeout. The killed worker (ID 1
@@ -72,11 +74,11 @@ proxy: {timeout: 1s}
 	if hung, _ := st.Raw["proxy"].(map[string]any)["hung"].(float64); hung != 1 {
 		t.Errorf("proxy stats: got %v hung, want 1", hung)
 	}
-	if out := s.out.tail(1 << 20); !strings.Contains(out, "killing worker") || !strings.Contains(out, "reason=\"hung") {
+	if out := s.Output(1 << 20); !strings.Contains(out, "killing worker") || !strings.Contains(out, "reason=\"hung") {
 		t.Errorf("sluice's log lacks the kill of the hung worker")
 	}
 	for range 4 {
-		if code, body := Get(t.Context(), "http://"+s.Addr+"/?cpu=0"); code != http.StatusOK {
+		if code, body := testutil.Get(t.Context(), "http://"+s.Addr+"/?cpu=0"); code != http.StatusOK {
 			t.Errorf("after the replacement: got %d %q, want 200", code, body)
 		}
 	}
@@ -89,7 +91,7 @@ func TestPoisonRequestKillsOneWorker(t *testing.T) {
 	s := Start(t, `server: {listen: {{listen}}, drainDelay: 0s}
 admin: {listen: {{admin}}}
 `+faultyWorkers(2))
-	if code, _ := Get(t.Context(), "http://"+s.Addr+"/__fault/exit"); code != http.StatusBadGateway {
+	if code, _ := testutil.Get(t.Context(), "http://"+s.Addr+"/__fault/exit"); code != http.StatusBadGateway {
 		t.Errorf("the poisonous GET: got %d, want 502", code)
 	}
 	// Had the request gone on to the second worker, it would have died
@@ -134,7 +136,7 @@ workers:
 		t.Fatalf("worker group %d holds %v, want the guard, the shell and the server", ws[0].PID, group)
 	}
 	syscall.Kill(s.PID, syscall.SIGKILL)
-	<-s.done
+	<-s.p.Done()
 	deadline := time.Now().Add(bound)
 	for {
 		left := 0

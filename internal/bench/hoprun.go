@@ -63,30 +63,7 @@ func (s *Suite) hopCPU(ctx context.Context) error {
 		pool.Stop()
 		s.libs = slices.DeleteFunc(s.libs, func(p *Pool) bool { return p == pool })
 	}()
-	start := func(name string, f func() (*hopFront, error)) error {
-		hf, err := f()
-		if err != nil {
-			return fmt.Errorf("bench: hop-cpu: starting %s: %w", name, err)
-		}
-		fronts = append(fronts, hf)
-		s.fronts = append(s.fronts, hf.front)
-		return nil
-	}
-	if err := start(HopSluice, func() (*hopFront, error) {
-		return startHopSluice(ctx, HopSluice, s.o.SluiceBin, pool.Addrs, filepath.Join(dir, HopSluice))
-	}); err != nil {
-		return err
-	}
-	if s.o.HopBaseline != "" {
-		if err := start(HopBaseline, func() (*hopFront, error) {
-			return startHopSluice(ctx, HopBaseline, s.o.HopBaseline, pool.Addrs, filepath.Join(dir, HopBaseline))
-		}); err != nil {
-			return err
-		}
-	}
-	if err := start(HopNginxHA, func() (*hopFront, error) {
-		return startHopNginxHAProxy(ctx, HopNginxHA, s.o.NginxBin, s.o.HAProxyBin, pool.Addrs, filepath.Join(dir, HopNginxHA))
-	}); err != nil {
+	if fronts, err = s.startHopFronts(ctx, pool, dir); err != nil {
 		return err
 	}
 	info := HopInfo{Node: ToolVersion(s.o.NodeBin, "--version"), Workers: len(pool.Addrs), Concurrency: HopCPUConcurrency,
@@ -103,6 +80,40 @@ func (s *Suite) hopCPU(ctx context.Context) error {
 	info.SpinCapacity = capacity
 	points = append(points, more...)
 	return s.writeHopCPU(info, points)
+}
+
+// startHopFronts starts the fronts of scenario hop-cpu over pool: sluice,
+// the baseline sluice if one was given, nginx -> HAProxy. It returns those
+// it started, also on error, for the caller to stop.
+func (s *Suite) startHopFronts(ctx context.Context, pool *Pool, dir string) ([]*hopFront, error) {
+	var fronts []*hopFront
+	start := func(name string, f func() (*hopFront, error)) error {
+		hf, err := f()
+		if err != nil {
+			return fmt.Errorf("bench: hop-cpu: starting %s: %w", name, err)
+		}
+		fronts = append(fronts, hf)
+		s.fronts = append(s.fronts, hf.front)
+		return nil
+	}
+	if err := start(HopSluice, func() (*hopFront, error) {
+		return startHopSluice(ctx, HopSluice, s.o.SluiceBin, pool.Addrs, filepath.Join(dir, HopSluice))
+	}); err != nil {
+		return fronts, err
+	}
+	if s.o.HopBaseline != "" {
+		if err := start(HopBaseline, func() (*hopFront, error) {
+			return startHopSluice(ctx, HopBaseline, s.o.HopBaseline, pool.Addrs, filepath.Join(dir, HopBaseline))
+		}); err != nil {
+			return fronts, err
+		}
+	}
+	if err := start(HopNginxHA, func() (*hopFront, error) {
+		return startHopNginxHAProxy(ctx, HopNginxHA, s.o.NginxBin, s.o.HAProxyBin, pool.Addrs, filepath.Join(dir, HopNginxHA))
+	}); err != nil {
+		return fronts, err
+	}
+	return fronts, nil
 }
 
 // hopRounds measures every variant, fixed rate then closed loop, the

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/admission"
+	"github.com/sluicehq/sluice/internal/app"
 	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/internal/demo"
-	"github.com/sluicehq/sluice/internal/wire"
 	"github.com/sluicehq/sluice/limit"
 )
 
@@ -38,7 +38,7 @@ func LibConfig(algorithm string, initialLimit int) (*config.Config, error) {
 
 // LibAdmissionOptions returns the admission options the library-face
 // server uses: LibConfig(algorithm, initialLimit) mapped as `sluice serve` maps it in
-// library mode (wire.ControllerOptions), over the process's saturation
+// library mode (app.ControllerOptions), over the process's saturation
 // signal sig. With the default algorithm the AIMD limit starts wide open
 // at the ceiling maxConcurrentRequests and backs off while sig is at or
 // above saturationMax; with gradient it starts at 100 and follows latency.
@@ -49,7 +49,7 @@ func LibAdmissionOptions(algorithm string, initialLimit int, sig limit.Signal, l
 	if err != nil {
 		return admission.Options{}, err
 	}
-	return wire.ControllerOptions(cfg, sig, log)
+	return app.ControllerOptions(cfg, sig, log)
 }
 
 // DownstreamCap is the concurrency of the library-face server's simulated
@@ -63,12 +63,23 @@ const DownstreamCap = 32
 // `c.Wrap(app)`), and the app's stats and a ready path, never queued.
 // ?downstream=1 makes a request wait for one of DownstreamCap slots first.
 func LibHandler(app *demo.App, ctrl *admission.Controller) http.Handler {
+	var admit func(http.Handler) http.Handler
+	if ctrl != nil {
+		admit = ctrl.Wrap
+	}
+	return LibHandlerWith(app, admit)
+}
+
+// LibHandlerWith is LibHandler with the admission middleware given as
+// admit (nil: none): `sluice serve` in library mode passes its own, which
+// classifies by the configured routes and notes the queue wait.
+func LibHandlerWith(app *demo.App, admit func(http.Handler) http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle(demo.StatsPath, app.StatsHandler())
 	mux.HandleFunc(demo.ReadyPath, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ready\n") })
 	var h http.Handler = downstream(app, DownstreamCap)
-	if ctrl != nil {
-		h = ctrl.Wrap(h)
+	if admit != nil {
+		h = admit(h)
 	}
 	mux.Handle("/", h)
 	return mux

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/sluicehq/sluice/internal/chart"
 )
 
 // The Node.js scenarios' figures: per setup, load and client mode the
@@ -81,56 +83,8 @@ func (s *Suite) writeNode(scenario string, info NodeInfo, runs []*RunResult) err
 	fmt.Fprintf(&md, "## %s\n\n%s\n\n", scenario, nodeDescription(info))
 	setups := nodeSetupsIn(runs)
 	for _, ka := range clientModes(runs) {
-		good := &Chart{
-			Title:    fmt.Sprintf("%s: goodput vs offered load, %s", scenario, kaTitle(ka)),
-			Subtitle: fmt.Sprintf("GET %s on %d Node.js workers, client timeout 1 s; %% of their measured capacity (%.0f/s)", info.Query, info.Workers, info.CapacityRPS),
-			XLabel:   "offered load (multiple of capacity, log scale)", YLabel: "goodput (% of capacity)",
-			LogX: true, XTicks: NodeMultiples(),
-			HLines: []Mark{{100, "capacity"}},
-		}
-		for _, setup := range setups {
-			// The fixed sweep and the peers dashed, sluice's defaults solid.
-			ser := Series{Name: setup, Dash: setup != SetupSluice}
-			for _, m := range NodeMultiples() {
-				if g := group(runs, setup, multipleName(m), ka); len(g) > 0 {
-					ser.X, ser.Y = append(ser.X, m), append(ser.Y, 100*goodputShare(g[0]))
-				}
-			}
-			good.Series = append(good.Series, ser)
-		}
-		tables := []struct {
-			title string
-			cell  func(*RunResult) string
-		}{
-			{"Goodput, responses/s (% of capacity)", func(r *RunResult) string {
-				return fmt.Sprintf("%s (%s)", fmtRate(r.Reports[0].Total.Goodput), pct(goodputShare(r)))
-			}},
-			{"Shed (503/429) / all failures, share of requests", func(r *RunResult) string {
-				return pct(ShedShare(r)) + " / " + pct(FailedShare(r))
-			}},
-			{"p99 latency of successes", func(r *RunResult) string { return fmtMS(r.Reports[0].Total.Latency.P99) }},
-			{"Wasted renders (share of all renders)", wastedCell},
-			{"Workers' busy share of the wall time while the load ran", func(r *RunResult) string { return pct(BusyShare(r, info.Workers)) }},
-		}
-		for _, tb := range tables {
-			t := &Table{Header: []string{"setup"}}
-			for _, m := range NodeMultiples() {
-				t.Header = append(t.Header, multipleName(m))
-			}
-			for _, setup := range setups {
-				row := []string{setup}
-				for _, m := range NodeMultiples() {
-					if g := group(runs, setup, multipleName(m), ka); len(g) > 0 {
-						row = append(row, tb.cell(g[0]))
-					} else {
-						row = append(row, "–")
-					}
-				}
-				t.Add(row...)
-			}
-			fmt.Fprintf(&md, "### %s, %s\n\n%s\n", tb.title, kaTitle(ka), t.Markdown())
-		}
-		if err := s.writeChart(fmt.Sprintf("%s-goodput-%s.svg", scenario, kaName(ka)), good); err != nil {
+		md.WriteString(nodeTables(info, runs, setups, ka))
+		if err := s.writeChart(fmt.Sprintf("%s-goodput-%s.svg", scenario, kaName(ka)), nodeGoodputChart(scenario, info, runs, setups, ka)); err != nil {
 			return err
 		}
 		fmt.Fprintf(&md, "### sluice (defaults) against the targets, %s\n\n%s\n", kaTitle(ka), nodeTargets(info, runs, ka).Markdown())
@@ -138,6 +92,71 @@ func (s *Suite) writeNode(scenario string, info NodeInfo, runs []*RunResult) err
 	md.WriteString("### Every run\n\n")
 	md.WriteString(nodeDetailTable(info, runs).Markdown())
 	return s.writeFile(scenario+".md", []byte(md.String()))
+}
+
+// nodeGoodputChart is the goodput of each setup at each load in client
+// mode ka.
+func nodeGoodputChart(scenario string, info NodeInfo, runs []*RunResult, setups []string, ka bool) *chart.Chart {
+	good := &chart.Chart{
+		Title:    fmt.Sprintf("%s: goodput vs offered load, %s", scenario, kaTitle(ka)),
+		Subtitle: fmt.Sprintf("GET %s on %d Node.js workers, client timeout 1 s; %% of their measured capacity (%.0f/s)", info.Query, info.Workers, info.CapacityRPS),
+		XLabel:   "offered load (multiple of capacity, log scale)", YLabel: "goodput (% of capacity)",
+		LogX: true, Dots: true, XTicks: NodeMultiples(),
+		HLines: []chart.Mark{{Value: 100, Label: "capacity"}},
+	}
+	for _, setup := range setups {
+		// The fixed sweep and the peers dashed, sluice's defaults solid.
+		ser := chart.Series{Name: setup}
+		if setup != SetupSluice {
+			ser.Dash = "6 3"
+		}
+		for _, m := range NodeMultiples() {
+			if g := group(runs, setup, multipleName(m), ka); len(g) > 0 {
+				ser.X, ser.Y = append(ser.X, m), append(ser.Y, 100*goodputShare(g[0]))
+			}
+		}
+		good.Series = append(good.Series, ser)
+	}
+	return good
+}
+
+// nodeTables returns the Markdown of the tables of each setup at each load
+// in client mode ka: goodput, sheds, p99, wasted renders, busy workers.
+func nodeTables(info NodeInfo, runs []*RunResult, setups []string, ka bool) string {
+	tables := []struct {
+		title string
+		cell  func(*RunResult) string
+	}{
+		{"Goodput, responses/s (% of capacity)", func(r *RunResult) string {
+			return fmt.Sprintf("%s (%s)", fmtRate(r.Reports[0].Total.Goodput), pct(goodputShare(r)))
+		}},
+		{"Shed (503/429) / all failures, share of requests", func(r *RunResult) string {
+			return pct(ShedShare(r)) + " / " + pct(FailedShare(r))
+		}},
+		{"p99 latency of successes", func(r *RunResult) string { return fmtMS(r.Reports[0].Total.Latency.P99) }},
+		{"Wasted renders (share of all renders)", wastedCell},
+		{"Workers' busy share of the wall time while the load ran", func(r *RunResult) string { return pct(BusyShare(r, info.Workers)) }},
+	}
+	var md strings.Builder
+	for _, tb := range tables {
+		t := &Table{Header: []string{"setup"}}
+		for _, m := range NodeMultiples() {
+			t.Header = append(t.Header, multipleName(m))
+		}
+		for _, setup := range setups {
+			row := []string{setup}
+			for _, m := range NodeMultiples() {
+				if g := group(runs, setup, multipleName(m), ka); len(g) > 0 {
+					row = append(row, tb.cell(g[0]))
+				} else {
+					row = append(row, "–")
+				}
+			}
+			t.Add(row...)
+		}
+		fmt.Fprintf(&md, "### %s, %s\n\n%s\n", tb.title, kaTitle(ka), t.Markdown())
+	}
+	return md.String()
 }
 
 func nodeDescription(info NodeInfo) string {
@@ -179,12 +198,6 @@ func fmtRates(xs []float64) string {
 // failures), from 2x the workers busy at least 90% of the wall time.
 func nodeTargets(info NodeInfo, runs []*RunResult, ka bool) *Table {
 	t := &Table{Header: []string{"load", "sluice goodput/s", "best fixed", "≥ 95% of it", "best HAProxy", "≥ it", "wasted = 0", "p99 ≤ " + fmtMS(info.P99Target), "failed (≤ 5% at 1x)", "busy (≥ 90% from 2x)"}}
-	mark := func(ok bool) string {
-		if ok {
-			return "yes"
-		}
-		return "**no**"
-	}
 	for _, m := range NodeMultiples() {
 		p := multipleName(m)
 		sl := group(runs, SetupSluice, p, ka)
@@ -193,17 +206,8 @@ func nodeTargets(info NodeInfo, runs []*RunResult, ka bool) *Table {
 		}
 		r := sl[0]
 		tot := r.Reports[0].Total
-		bestOf := func(prefix string) (string, float64) {
-			name, g := "–", -1.0
-			for _, o := range runs {
-				if o.Point == p && o.KeepAlive == ka && strings.HasPrefix(o.Setup, prefix) && o.Reports[0].Total.Goodput > g {
-					name, g = o.Setup, o.Reports[0].Total.Goodput
-				}
-			}
-			return name, g
-		}
-		fname, fg := bestOf(NodeFamilyFixed + "-")
-		hname, hg := bestOf(NodeFamilyHAProxy)
+		fname, fg := bestGoodput(runs, p, ka, NodeFamilyFixed+"-")
+		hname, hg := bestGoodput(runs, p, ka, NodeFamilyHAProxy)
 		cmpCell := func(g float64, ok bool) string {
 			if g < 0 {
 				return "–"
@@ -240,6 +244,27 @@ func nodeTargets(info NodeInfo, runs []*RunResult, ka bool) *Table {
 		t.Add(row...)
 	}
 	return t
+}
+
+// mark is a target's cell: met or, in bold, not.
+func mark(ok bool) string {
+	if ok {
+		return "yes"
+	}
+	return "**no**"
+}
+
+// bestGoodput returns the setup whose name begins with prefix that had the
+// most goodput at point in client mode ka, and that goodput; "–" and -1
+// when none ran.
+func bestGoodput(runs []*RunResult, point string, ka bool, prefix string) (string, float64) {
+	name, g := "–", -1.0
+	for _, o := range runs {
+		if o.Point == point && o.KeepAlive == ka && strings.HasPrefix(o.Setup, prefix) && o.Reports[0].Total.Goodput > g {
+			name, g = o.Setup, o.Reports[0].Total.Goodput
+		}
+	}
+	return name, g
 }
 
 func nodeDetailTable(info NodeInfo, runs []*RunResult) *Table {

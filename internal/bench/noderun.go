@@ -72,23 +72,96 @@ func (s *Suite) nodeScenario(ctx context.Context, w NodeWorkload) error {
 	}
 	s.libs = append(s.libs, pool) // its CPU is the suite's, not the noise
 	var fronts []*Front
-	defer func() {
-		for _, f := range fronts {
-			f.Stop()
-			s.fronts = slices.DeleteFunc(s.fronts, func(g *Front) bool { return g == f })
-		}
-		pool.Stop()
-		s.libs = slices.DeleteFunc(s.libs, func(p *Pool) bool { return p == pool })
-		for k, t := range s.targets {
-			if t.pool == pool {
-				delete(s.targets, k)
-			}
-		}
-	}()
+	defer func() { s.stopNode(pool, fronts) }()
 
 	info := NodeInfo{Scenario: w.Scenario, Worker: s.o.NodeWorker, Node: ToolVersion(s.o.NodeBin, "--version"),
 		Query: w.Query, Items: w.Items, IOWait: w.IOWait, Workers: len(pool.Addrs),
 		CapacityClients: w.CapacityClients, Fixed: w.Fixed, P99Target: w.P99Target}
+	if err := s.nodeCapacity(ctx, w, pool, &info); err != nil {
+		return err
+	}
+
+	start := func(ns nodeSetup) (*target, error) {
+		t, err := s.startNodeSetup(ctx, w, ns, pool, info.CapacityRPS)
+		if err != nil {
+			return nil, err
+		}
+		fronts = append(fronts, t.front)
+		return t, nil
+	}
+	runs, err := s.nodeRuns(ctx, w, &info, start)
+	if err != nil {
+		return err
+	}
+	return s.writeNode(w.Scenario, info, runs)
+}
+
+// nodeRuns starts every setup of the Node.js scenario with start and
+// offers each the scenario's loads; the sweep's best fixed concurrency goes
+// into info.
+func (s *Suite) nodeRuns(ctx context.Context, w NodeWorkload, info *NodeInfo, start func(nodeSetup) (*target, error)) ([]*RunResult, error) {
+	haproxy := s.o.NginxBin != "" && s.o.HAProxyBin != ""
+	// The setup without admission buries the workers at 2x and beyond:
+	// they stop answering even the health checks of the other fronts
+	// (sluice then drops and re-adds them) and are restarted. It runs in
+	// a pass of its own, last, so that it leaves no mark on the others.
+	var targets, last []*target
+	for _, ns := range nodeSetups(w, s.o.NodeSetups, haproxy) {
+		t, err := start(ns)
+		if err != nil {
+			return nil, err
+		}
+		if ns.family == NodeFamilyRoundRobin {
+			last = append(last, t)
+		} else {
+			targets = append(targets, t)
+		}
+	}
+	runs, err := s.nodeLoads(ctx, w, targets)
+	if err != nil {
+		return nil, err
+	}
+	if n, ok := bestFixed(runs, w.Fixed); ok {
+		info.BestFixed = n
+		s.log.Info("the sweep's best fixed concurrency", "scenario", w.Scenario, "n", n)
+		if w.HAProxyBest && n > 1 && haproxy && slices.Contains(s.o.NodeSetups, NodeFamilyHAProxy) {
+			t, err := start(nodeSetup{name: HAProxyMaxConnSetup(n), family: NodeFamilyHAProxy, concurrency: n})
+			if err != nil {
+				return nil, err
+			}
+			more, err := s.nodeLoads(ctx, w, []*target{t})
+			if err != nil {
+				return nil, err
+			}
+			runs = append(runs, more...)
+		}
+	}
+	more, err := s.nodeLoads(ctx, w, last)
+	if err != nil {
+		return nil, err
+	}
+	return append(runs, more...), nil
+}
+
+// stopNode stops a Node.js scenario's fronts and workers and forgets
+// them and their targets.
+func (s *Suite) stopNode(pool *Pool, fronts []*Front) {
+	for _, f := range fronts {
+		f.Stop()
+		s.fronts = slices.DeleteFunc(s.fronts, func(g *Front) bool { return g == f })
+	}
+	pool.Stop()
+	s.libs = slices.DeleteFunc(s.libs, func(p *Pool) bool { return p == pool })
+	for k, t := range s.targets {
+		if t.pool == pool {
+			delete(s.targets, k)
+		}
+	}
+}
+
+// nodeCapacity warms the Node.js workers and measures their capacity
+// straight, NodeCapacityRuns times, into info.
+func (s *Suite) nodeCapacity(ctx context.Context, w NodeWorkload, pool *Pool, info *NodeInfo) error {
 	var direct []string
 	for _, a := range pool.Addrs {
 		direct = append(direct, "http://"+a+"/"+w.Query)
@@ -116,57 +189,7 @@ func (s *Suite) nodeScenario(ctx context.Context, w NodeWorkload) error {
 	}
 	info.CapacityRPS = slices.Max(info.Capacity)
 	s.log.Info("capacity of the Node.js workers", "scenario", w.Scenario, "rps", round1(info.CapacityRPS), "runs", info.Capacity)
-
-	start := func(ns nodeSetup) (*target, error) {
-		t, err := s.startNodeSetup(ctx, w, ns, pool, info.CapacityRPS)
-		if err != nil {
-			return nil, err
-		}
-		fronts = append(fronts, t.front)
-		return t, nil
-	}
-	haproxy := s.o.NginxBin != "" && s.o.HAProxyBin != ""
-	// The setup without admission buries the workers at 2x and beyond:
-	// they stop answering even the health checks of the other fronts
-	// (sluice then drops and re-adds them) and are restarted. It runs in
-	// a pass of its own, last, so that it leaves no mark on the others.
-	var targets, last []*target
-	for _, ns := range nodeSetups(w, s.o.NodeSetups, haproxy) {
-		t, err := start(ns)
-		if err != nil {
-			return err
-		}
-		if ns.family == NodeFamilyRoundRobin {
-			last = append(last, t)
-		} else {
-			targets = append(targets, t)
-		}
-	}
-	runs, err := s.nodeLoads(ctx, w, targets)
-	if err != nil {
-		return err
-	}
-	if n, ok := bestFixed(runs, w.Fixed); ok {
-		info.BestFixed = n
-		s.log.Info("the sweep's best fixed concurrency", "scenario", w.Scenario, "n", n)
-		if w.HAProxyBest && n > 1 && haproxy && slices.Contains(s.o.NodeSetups, NodeFamilyHAProxy) {
-			t, err := start(nodeSetup{name: HAProxyMaxConnSetup(n), family: NodeFamilyHAProxy, concurrency: n})
-			if err != nil {
-				return err
-			}
-			more, err := s.nodeLoads(ctx, w, []*target{t})
-			if err != nil {
-				return err
-			}
-			runs = append(runs, more...)
-		}
-	}
-	more, err := s.nodeLoads(ctx, w, last)
-	if err != nil {
-		return err
-	}
-	runs = append(runs, more...)
-	return s.writeNode(w.Scenario, info, runs)
+	return nil
 }
 
 // startNodeSetup starts the front of one Node.js setup over pool.

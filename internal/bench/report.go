@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/chart"
 	"github.com/sluicehq/sluice/internal/loadgen"
 )
 
@@ -29,7 +30,7 @@ func (s *Suite) writeFile(name string, b []byte) error {
 	return os.WriteFile(filepath.Join(s.o.OutDir, name), b, 0o644)
 }
 
-func (s *Suite) writeChart(name string, c *Chart) error {
+func (s *Suite) writeChart(name string, c *chart.Chart) error {
 	var b bytes.Buffer
 	if err := c.WriteSVG(&b); err != nil {
 		return err
@@ -291,19 +292,19 @@ func (s *Suite) writeGoodput(runs []*RunResult) error {
 	var md strings.Builder
 	setups := setupsIn(runs)
 	for _, ka := range s.o.KeepAlive {
-		good := &Chart{
+		good := &chart.Chart{
 			Title:    "Goodput vs offered load, " + kaTitle(ka),
 			Subtitle: "?cpu=10 pages, client timeout 1 s; goodput and load as % of each setup's measured capacity",
 			XLabel:   "offered load (multiple of capacity, log scale)", YLabel: "goodput (% of capacity)",
-			LogX: true, XTicks: Multiples(),
-			HLines: []Mark{{100, "capacity"}, {90, "target: 90%"}},
+			LogX: true, Dots: true, XTicks: Multiples(),
+			HLines: []chart.Mark{{Value: 100, Label: "capacity"}, {Value: 90, Label: "target: 90%"}},
 		}
-		lat := &Chart{
+		lat := &chart.Chart{
 			Title:    "p99 latency of successes, " + kaTitle(ka),
 			Subtitle: "?cpu=10 pages, client timeout 1 s (no success can take longer)",
 			XLabel:   "offered load (multiple of capacity, log scale)", YLabel: "p99 of successes (ms)",
-			LogX: true, XTicks: Multiples(),
-			HLines: []Mark{{1000, "client timeout"}},
+			LogX: true, Dots: true, XTicks: Multiples(),
+			HLines: []chart.Mark{{Value: 1000, Label: "client timeout"}},
 		}
 		gt := &Table{Header: []string{"setup"}}
 		pt := &Table{Header: []string{"setup"}}
@@ -314,31 +315,7 @@ func (s *Suite) writeGoodput(runs []*RunResult) error {
 			wt.Header = append(wt.Header, multipleName(m))
 		}
 		for _, setup := range setups {
-			gs := Series{Name: setup}
-			ps := Series{Name: setup}
-			grow, prow, wrow := []string{setup}, []string{setup}, []string{setup}
-			for _, m := range Multiples() {
-				g := group(runs, setup, multipleName(m), ka)
-				if len(g) == 0 {
-					grow, prow, wrow = append(grow, "–"), append(prow, "–"), append(wrow, "–")
-					continue
-				}
-				share := medianBy(g, goodputShare)
-				p99 := medianBy(g, func(r *RunResult) float64 { return float64(r.Reports[0].Total.Latency.P99) })
-				gs.X, gs.Y = append(gs.X, m), append(gs.Y, 100*share)
-				y := p99 / float64(time.Millisecond)
-				if p99 == 0 {
-					y = math.NaN()
-				}
-				ps.X, ps.Y = append(ps.X, m), append(ps.Y, y)
-				note := ""
-				if len(g) > 1 {
-					note = fmt.Sprintf(" (median of %d)", len(g))
-				}
-				grow = append(grow, pct(share)+note)
-				prow = append(prow, fmtMS(time.Duration(p99)))
-				wrow = append(wrow, wastedCell(g[0]))
-			}
+			gs, ps, grow, prow, wrow := goodputRow(runs, setup, ka)
 			good.Series, lat.Series = append(good.Series, gs), append(lat.Series, ps)
 			gt.Add(grow...)
 			pt.Add(prow...)
@@ -360,6 +337,37 @@ func (s *Suite) writeGoodput(runs []*RunResult) error {
 		fmt.Fprintf(&md, "\n### Noise: the %s point, %s, each run\n\n%s", multipleName(RepeatMultiple), kaTitle(false), noise.Markdown())
 	}
 	return s.writeFile(ScenarioGoodput+".md", []byte(md.String()))
+}
+
+// goodputRow returns setup's figures at each of Multiples, in client
+// mode ka: the series of its goodput and p99 for the charts, and the rows
+// of the goodput, p99 and wasted-renders tables, "–" where it did not run.
+func goodputRow(runs []*RunResult, setup string, ka bool) (gs, ps chart.Series, grow, prow, wrow []string) {
+	gs, ps = chart.Series{Name: setup}, chart.Series{Name: setup}
+	grow, prow, wrow = []string{setup}, []string{setup}, []string{setup}
+	for _, m := range Multiples() {
+		g := group(runs, setup, multipleName(m), ka)
+		if len(g) == 0 {
+			grow, prow, wrow = append(grow, "–"), append(prow, "–"), append(wrow, "–")
+			continue
+		}
+		share := medianBy(g, goodputShare)
+		p99 := medianBy(g, func(r *RunResult) float64 { return float64(r.Reports[0].Total.Latency.P99) })
+		gs.X, gs.Y = append(gs.X, m), append(gs.Y, 100*share)
+		y := p99 / float64(time.Millisecond)
+		if p99 == 0 {
+			y = math.NaN()
+		}
+		ps.X, ps.Y = append(ps.X, m), append(ps.Y, y)
+		note := ""
+		if len(g) > 1 {
+			note = fmt.Sprintf(" (median of %d)", len(g))
+		}
+		grow = append(grow, pct(share)+note)
+		prow = append(prow, fmtMS(time.Duration(p99)))
+		wrow = append(wrow, wastedCell(g[0]))
+	}
+	return gs, ps, grow, prow, wrow
 }
 
 func detailTable(runs []*RunResult) *Table {
@@ -399,53 +407,67 @@ func (s *Suite) writeTimeline(scenario string, runs []*RunResult, marks ...time.
 	if err := s.writeJSON(scenario+".json", scenarioFile{Scenario: scenario, Environment: s.env, Runs: runs}); err != nil {
 		return err
 	}
-	var md strings.Builder
 	for _, ka := range s.o.KeepAlive {
-		c := &Chart{
-			Title:  fmt.Sprintf("%s: goodput over time, %s", scenario, kaTitle(ka)),
-			XLabel: "time (s)", YLabel: "goodput (% of capacity at cpu=10)",
-		}
-		var at time.Duration
-		for _, m := range marks {
-			at += m
-			c.VLines = append(c.VLines, Mark{Value: at.Seconds(), Label: fmt.Sprintf("%gs", at.Seconds())})
-		}
-		switch scenario {
-		case ScenarioDrop:
-			c.Subtitle = "0.8x of capacity at ?cpu=10, then the same rate at ?cpu=20 (the capacity halves)"
-		case ScenarioRetry:
-			c.Subtitle = "immediate retries (3 attempts); 0.8x, a 1.5x trigger, 0.8x; 1 s client timeout"
-			c.HLines = []Mark{{80, "offered after the trigger"}, {72, "90% of it"}}
-		}
-		for _, r := range runs {
-			if r.KeepAlive != ka {
-				continue
-			}
-			if scenario == ScenarioDrop && len(c.HLines) == 0 && r.Recovery != nil {
-				nc := 100 * r.Recovery.Threshold / 0.9 / r.Capacity
-				c.HLines = []Mark{{nc, "new capacity"}, {0.9 * nc, "90% of it"}}
-			}
-			sr := Series{Name: r.Setup}
-			bucket := r.Reports[0].Bucket
-			for _, p := range r.AllSeries() {
-				sr.X = append(sr.X, (p.Start + bucket/2).Seconds())
-				sr.Y = append(sr.Y, 100*p.Goodput/r.Capacity)
-			}
-			c.Series = append(c.Series, sr)
-			if !ka {
-				var b bytes.Buffer
-				if err := chartReport(scenario, r).WriteSVG(&b); err != nil {
-					return err
-				}
-				if err := s.writeFile(fmt.Sprintf("%s-%s-%s.svg", scenario, r.Setup, kaName(ka)), b.Bytes()); err != nil {
-					return err
-				}
-			}
-		}
-		if err := s.writeChart(fmt.Sprintf("%s-%s.svg", scenario, kaName(ka)), c); err != nil {
+		if err := s.writeTimelineCharts(scenario, runs, ka, marks); err != nil {
 			return err
 		}
 	}
+	return s.writeFile(scenario+".md", []byte(timelineTable(scenario, runs).Markdown()))
+}
+
+// writeTimelineCharts draws the runs in client mode ka: every setup's
+// goodput over time on one chart, with the marks (the moments the load
+// changes) as vertical lines; and without keep-alive each run's loadgen
+// chart.
+func (s *Suite) writeTimelineCharts(scenario string, runs []*RunResult, ka bool, marks []time.Duration) error {
+	c := &chart.Chart{
+		Title:  fmt.Sprintf("%s: goodput over time, %s", scenario, kaTitle(ka)),
+		XLabel: "time (s)", YLabel: "goodput (% of capacity at cpu=10)",
+		Dots: true,
+	}
+	var at time.Duration
+	for _, m := range marks {
+		at += m
+		c.VLines = append(c.VLines, chart.Mark{Value: at.Seconds(), Label: fmt.Sprintf("%gs", at.Seconds())})
+	}
+	switch scenario {
+	case ScenarioDrop:
+		c.Subtitle = "0.8x of capacity at ?cpu=10, then the same rate at ?cpu=20 (the capacity halves)"
+	case ScenarioRetry:
+		c.Subtitle = "immediate retries (3 attempts); 0.8x, a 1.5x trigger, 0.8x; 1 s client timeout"
+		c.HLines = []chart.Mark{{Value: 80, Label: "offered after the trigger"}, {Value: 72, Label: "90% of it"}}
+	}
+	for _, r := range runs {
+		if r.KeepAlive != ka {
+			continue
+		}
+		if scenario == ScenarioDrop && len(c.HLines) == 0 && r.Recovery != nil {
+			nc := 100 * r.Recovery.Threshold / 0.9 / r.Capacity
+			c.HLines = []chart.Mark{{Value: nc, Label: "new capacity"}, {Value: 0.9 * nc, Label: "90% of it"}}
+		}
+		sr := chart.Series{Name: r.Setup}
+		bucket := r.Reports[0].Bucket
+		for _, p := range r.AllSeries() {
+			sr.X = append(sr.X, (p.Start + bucket/2).Seconds())
+			sr.Y = append(sr.Y, 100*p.Goodput/r.Capacity)
+		}
+		c.Series = append(c.Series, sr)
+		if !ka {
+			var b bytes.Buffer
+			if err := chartReport(scenario, r).WriteSVG(&b); err != nil {
+				return err
+			}
+			if err := s.writeFile(fmt.Sprintf("%s-%s-%s.svg", scenario, r.Setup, kaName(ka)), b.Bytes()); err != nil {
+				return err
+			}
+		}
+	}
+	return s.writeChart(fmt.Sprintf("%s-%s.svg", scenario, kaName(ka)), c)
+}
+
+// timelineTable is a timeline scenario's table: each run's goodput per
+// phase, its recovery, retry amplification and failures.
+func timelineTable(scenario string, runs []*RunResult) *Table {
 	t := &Table{Header: []string{"setup", "client"}}
 	phaseNames := timelinePhases(scenario, runs)
 	for _, n := range phaseNames {
@@ -477,8 +499,7 @@ func (s *Suite) writeTimeline(scenario string, runs []*RunResult, marks ...time.
 		row = append(row, rec, amp, wastedCell(r), fmtSecs(r.Drain, r.DrainCapped), otherLoad(r), TopErrors(errs, 3))
 		t.Add(row...)
 	}
-	md.WriteString(t.Markdown())
-	return s.writeFile(scenario+".md", []byte(md.String()))
+	return t
 }
 
 // timelinePhases names the phases of a timeline scenario's table.

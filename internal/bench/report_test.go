@@ -4,15 +4,12 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/loadgen"
 )
-
-func parseFloat(s string) (float64, error) { return strconv.ParseFloat(s, 64) }
 
 func TestTableMarkdown(t *testing.T) {
 	tb := &Table{Header: []string{"setup", "goodput"}}

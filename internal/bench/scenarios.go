@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/sluicehq/sluice/admission"
 	"github.com/sluicehq/sluice/internal/loadgen"
 )
 
@@ -70,7 +72,7 @@ func kaName(keepAlive bool) string {
 	return "newconn"
 }
 
-func multipleName(m float64) string { return fmtTick(m) + "x" }
+func multipleName(m float64) string { return strconv.FormatFloat(m, 'f', -1, 64) + "x" }
 
 // goodput is scenario 1: every setup at 0.5x to 8x of its capacity, one
 // constant phase each, ?cpu=10, client timeout 1 s.
@@ -178,7 +180,7 @@ type Mix struct {
 func TenantMixes() []Mix {
 	return []Mix{
 		{Name: "noisy-tenant", Header: "X-Tenant", Values: []loadgen.Weighted{{Value: "noisy", Weight: 0.8}, {Value: "a", Weight: 0.1}, {Value: "b", Weight: 0.1}}},
-		{Name: "priority", Header: "Sluice-Priority", Values: []loadgen.Weighted{{Value: "critical", Weight: 0.25}, {Value: "sheddable", Weight: 0.75}}},
+		{Name: "priority", Header: admission.HeaderPriority, Values: []loadgen.Weighted{{Value: admission.Critical.String(), Weight: 0.25}, {Value: admission.Sheddable.String(), Weight: 0.75}}},
 	}
 }
 

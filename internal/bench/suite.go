@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/config"
@@ -248,8 +249,32 @@ func NewSuite(ctx context.Context, o Options) (_ *Suite, err error) {
 	}
 	s.env = describeEnvironment(o)
 
-	if s.workers, err = StartWorkers(ctx, o.SluiceBin, o.Workers, o.UnitsPerMs, o.WorkDir); err != nil {
+	w10, w20, err := s.startWorkers(ctx)
+	if err != nil {
 		return nil, err
+	}
+	for _, name := range o.Setups {
+		t, err := s.startSetup(ctx, name, w10, w20)
+		if err != nil {
+			return nil, err
+		}
+		if t.front != nil && len(t.front.Procs) > 0 {
+			s.fronts = append(s.fronts, t.front)
+		}
+		s.targets[name] = t
+	}
+	if err := s.measureLib(ctx); err != nil {
+		return nil, err
+	}
+	return s, s.writeJSON("environment.json", s.env)
+}
+
+// startWorkers starts the demo workers and measures their capacity at
+// ?cpu=10 and ?cpu=20, in requests per second.
+func (s *Suite) startWorkers(ctx context.Context) (cap10, cap20 float64, err error) {
+	o := s.o
+	if s.workers, err = StartWorkers(ctx, o.SluiceBin, o.Workers, o.UnitsPerMs, o.WorkDir); err != nil {
+		return 0, 0, err
 	}
 	var urls10, urls20 []string
 	for _, a := range s.workers.Addrs {
@@ -257,55 +282,66 @@ func NewSuite(ctx context.Context, o Options) (_ *Suite, err error) {
 		urls20 = append(urls20, "http://"+a+"/?cpu=20")
 	}
 	if s.env.Capacity.Workers10, s.env.Capacity.Workers20, err = s.measure(ctx, urls10, urls20, CapacityClients); err != nil {
+		return 0, 0, err
+	}
+	cap10, cap20 = Median(s.env.Capacity.Workers10), Median(s.env.Capacity.Workers20)
+	s.log.Info("capacity of the workers", "cpu10", cap10, "cpu20", cap20)
+	return cap10, cap20, nil
+}
+
+// startSetup starts setup name's front before the demo workers (or, for
+// the library face, its own server) and returns it as a target of the
+// workers' capacity.
+func (s *Suite) startSetup(ctx context.Context, name string, cap10, cap20 float64) (*target, error) {
+	o := s.o
+	t := &target{name: name, pool: s.workers, cap10: cap10, cap20: cap20}
+	dir := filepath.Join(o.WorkDir, name)
+	var err error
+	switch name {
+	case SetupSluice:
+		t.front, err = StartSluice(ctx, name, o.SluiceBin, s.workers.Addrs, dir, "")
+	case SetupSluiceNoCoDel:
+		t.front, err = StartSluice(ctx, name, o.SluiceBin, s.workers.Addrs, dir, "overload:\n  codel:\n    enabled: false\n")
+	case SetupRoundRobin:
+		t.front, err = s.startRoundRobin(ctx, name, s.workers.Addrs)
+	case SetupNginxHA1s:
+		t.front, err = StartNginxHAProxy(ctx, name, o.NginxBin, o.HAProxyBin, s.workers.Addrs, time.Second, dir)
+	case SetupNginxHA500ms:
+		t.front, err = StartNginxHAProxy(ctx, name, o.NginxBin, o.HAProxyBin, s.workers.Addrs, 500*time.Millisecond, dir)
+	case SetupLibPlain, SetupLibSluice, SetupLibSluiceGradient, SetupLibSluiceFixed:
+		t.pool, err = s.startLib(ctx, name)
+		if err == nil {
+			t.front = &Front{Name: name, URL: "http://" + t.pool.Addrs[0] + "/"}
+		}
+	default:
+		return nil, fmt.Errorf("bench: unknown setup %q", name)
+	}
+	if err != nil {
 		return nil, err
 	}
-	w10, w20 := Median(s.env.Capacity.Workers10), Median(s.env.Capacity.Workers20)
-	s.log.Info("capacity of the workers", "cpu10", w10, "cpu20", w20)
+	t.url = t.front.URL
+	return t, nil
+}
 
-	for _, name := range o.Setups {
-		t := &target{name: name, pool: s.workers, cap10: w10, cap20: w20}
-		dir := filepath.Join(o.WorkDir, name)
-		switch name {
-		case SetupSluice:
-			t.front, err = StartSluice(ctx, name, o.SluiceBin, s.workers.Addrs, dir, "")
-		case SetupSluiceNoCoDel:
-			t.front, err = StartSluice(ctx, name, o.SluiceBin, s.workers.Addrs, dir, "overload:\n  codel:\n    enabled: false\n")
-		case SetupRoundRobin:
-			t.front, err = s.startRoundRobin(ctx, name, s.workers.Addrs)
-		case SetupNginxHA1s:
-			t.front, err = StartNginxHAProxy(ctx, name, o.NginxBin, o.HAProxyBin, s.workers.Addrs, time.Second, dir)
-		case SetupNginxHA500ms:
-			t.front, err = StartNginxHAProxy(ctx, name, o.NginxBin, o.HAProxyBin, s.workers.Addrs, 500*time.Millisecond, dir)
-		case SetupLibPlain, SetupLibSluice, SetupLibSluiceGradient, SetupLibSluiceFixed:
-			t.pool, err = s.startLib(ctx, name)
-			if err == nil {
-				t.front = &Front{Name: name, URL: "http://" + t.pool.Addrs[0] + "/"}
-			}
-		default:
-			return nil, fmt.Errorf("bench: unknown setup %q", name)
-		}
-		if err != nil {
-			return nil, err
-		}
-		if t.front != nil && len(t.front.Procs) > 0 {
-			s.fronts = append(s.fronts, t.front)
-		}
-		t.url = t.front.URL
-		s.targets[name] = t
+// measureLib measures the library-face server's capacity, when it runs,
+// and makes it the capacity of every library-face setup.
+func (s *Suite) measureLib(ctx context.Context) error {
+	lib := s.targets[SetupLibPlain]
+	if lib == nil {
+		return nil
 	}
-	if lib := s.targets[SetupLibPlain]; lib != nil {
-		if s.env.Capacity.Lib10, s.env.Capacity.Lib20, err = s.measure(ctx, []string{lib.url + "?cpu=10"}, []string{lib.url + "?cpu=20"}, LibProcs*CapacityClients); err != nil {
-			return nil, err
-		}
-		l10, l20 := Median(s.env.Capacity.Lib10), Median(s.env.Capacity.Lib20)
-		s.log.Info("capacity of the library-face server", "cpu10", l10, "cpu20", l20)
-		for _, name := range []string{SetupLibPlain, SetupLibSluice, SetupLibSluiceGradient, SetupLibSluiceFixed} {
-			if t := s.targets[name]; t != nil {
-				t.cap10, t.cap20 = l10, l20
-			}
+	var err error
+	if s.env.Capacity.Lib10, s.env.Capacity.Lib20, err = s.measure(ctx, []string{lib.url + "?cpu=10"}, []string{lib.url + "?cpu=20"}, LibProcs*CapacityClients); err != nil {
+		return err
+	}
+	l10, l20 := Median(s.env.Capacity.Lib10), Median(s.env.Capacity.Lib20)
+	s.log.Info("capacity of the library-face server", "cpu10", l10, "cpu20", l20)
+	for _, name := range []string{SetupLibPlain, SetupLibSluice, SetupLibSluiceGradient, SetupLibSluiceFixed} {
+		if t := s.targets[name]; t != nil {
+			t.cap10, t.cap20 = l10, l20
 		}
 	}
-	return s, s.writeJSON("environment.json", s.env)
+	return nil
 }
 
 // measure runs Capacity three times for each of two sets of URLs (the
@@ -644,11 +680,8 @@ func quietest(attempts []*RunResult) *RunResult {
 
 // runOnce offers the streams to setup t and collects the figures.
 func (s *Suite) runOnce(ctx context.Context, scenario, point string, multiple float64, t *target, keepAlive bool, repeat int, streams ...stream) (*RunResult, error) {
-	if _, _, err := t.pool.WaitIdle(ctx, 100*time.Millisecond, s.o.DrainBound); err != nil {
-		s.log.Warn("renderers busy before a run; restarting them", "setup", t.name, "err", err)
-		if err := s.restart(ctx, t.pool); err != nil {
-			return nil, err
-		}
+	if err := s.settle(ctx, t); err != nil {
+		return nil, err
 	}
 	before, err := t.pool.Stats(ctx)
 	if err != nil {
@@ -656,11 +689,52 @@ func (s *Suite) runOnce(ctx context.Context, scenario, point string, multiple fl
 	}
 	res := &RunResult{Scenario: scenario, Setup: t.name, Point: point, Multiple: multiple, KeepAlive: keepAlive,
 		Repeat: repeat, Capacity: t.cap10, LoadAvg: LoadAverage()}
-	gen0, front0, pool0, all0, wall0 := SelfCPUTime(), t.front.CPUTime(), t.pool.CPUTime(), MachineCPUTime(), time.Now()
+	cpu0 := readCPU(t)
+	reports, err := offer(ctx, t, keepAlive, repeat, streams)
+	res.CPU.RenderersLoad = (t.pool.CPUTime() - cpu0.pool).Seconds()
+	res.CPU.LoadWall = time.Since(cpu0.wall).Seconds()
+	if err != nil {
+		return nil, err
+	}
+	after, statsKnown, err := s.drainAfter(ctx, t, before, res)
+	if err != nil {
+		return nil, err
+	}
+	res.setCPU(t, cpu0)
+	res.setFigures(reports, before, after, statsKnown)
+	if res.DrainCapped {
+		res.Note = fmt.Sprintf("still rendering %v after the load; restarted", s.o.DrainBound)
+		if !statsKnown {
+			res.Note += "; its render count could not be read (-1)"
+		}
+		if err := s.restart(ctx, t.pool); err != nil {
+			return nil, err
+		}
+	}
+	tot := reports[0].Total
+	s.log.Info("run", "scenario", scenario, "setup", t.name, "point", point, "keepalive", keepAlive, "repeat", repeat,
+		"offered", round1(tot.OfferedRate), "goodput", round1(tot.Goodput), "success", round3(tot.SuccessRatio),
+		"p99", tot.Latency.P99.Round(time.Millisecond), "wasted", res.Wasted, "drain", res.Drain.Round(100*time.Millisecond),
+		"errors", tot.Errors)
+	return res, nil
+}
 
+// settle waits for t's renderers to be idle before a run, restarting them
+// if they are still busy after Options.DrainBound.
+func (s *Suite) settle(ctx context.Context, t *target) error {
+	if _, _, err := t.pool.WaitIdle(ctx, 100*time.Millisecond, s.o.DrainBound); err != nil {
+		s.log.Warn("renderers busy before a run; restarting them", "setup", t.name, "err", err)
+		return s.restart(ctx, t.pool)
+	}
+	return nil
+}
+
+// offer runs the streams against t at once, each its own open-loop
+// generator, and returns their reports.
+func offer(ctx context.Context, t *target, keepAlive bool, repeat int, streams []stream) ([]*loadgen.Report, error) {
 	reports := make([]*loadgen.Report, len(streams))
 	errs := make([]error, len(streams))
-	done := make(chan int, len(streams))
+	var wg sync.WaitGroup
 	for i, st := range streams {
 		cfg := loadgen.Config{
 			URL:               t.url + st.query,
@@ -676,82 +750,85 @@ func (s *Suite) runOnce(ctx context.Context, scenario, point string, multiple fl
 		if st.tweak != nil {
 			st.tweak(&cfg)
 		}
-		go func() {
-			reports[i], errs[i] = loadgen.Run(ctx, cfg)
-			done <- i
-		}()
+		wg.Go(func() { reports[i], errs[i] = loadgen.Run(ctx, cfg) })
 	}
-	for range streams {
-		<-done
+	wg.Wait()
+	return reports, errors.Join(errs...)
+}
+
+// drainAfter waits after a run for t's renderers to finish what the run
+// left them, recording the wait in res, and returns their stats then.
+// Past Options.DrainBound it marks res.DrainCapped and reads the stats as
+// it can: statsKnown is false when no count after the run could be read.
+func (s *Suite) drainAfter(ctx context.Context, t *target, before demo.Stats, res *RunResult) (after demo.Stats, statsKnown bool, err error) {
+	after, res.Drain, err = t.pool.WaitIdle(ctx, 100*time.Millisecond, s.o.DrainBound)
+	if err == nil {
+		return after, true, nil
 	}
-	res.CPU.RenderersLoad = (t.pool.CPUTime() - pool0).Seconds()
-	res.CPU.LoadWall = time.Since(wall0).Seconds()
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
+	if ctx.Err() != nil {
+		return after, false, err
 	}
-	after, drain, err := t.pool.WaitIdle(ctx, 100*time.Millisecond, s.o.DrainBound)
-	res.Drain = drain
-	statsKnown := true
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, err
-		}
-		res.DrainCapped = true
-		// A renderer with a thousand renders to share its one core with
-		// answers its stats path late: give it time.
-		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		st, serr := t.pool.Stats(sctx)
-		cancel()
-		switch {
-		case serr == nil:
-			after = st
-		case after.Rendered > before.Rendered:
-			// The last count read while waiting: a lower bound still.
-		default:
-			statsKnown = false
-		}
+	res.DrainCapped = true
+	// A renderer with a thousand renders to share its one core with
+	// answers its stats path late: give it time.
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	st, serr := t.pool.Stats(sctx)
+	cancel()
+	switch {
+	case serr == nil:
+		return st, true, nil
+	case after.Rendered > before.Rendered:
+		// The last count read while waiting: a lower bound still.
+		return after, true, nil
 	}
-	res.CPU.Generator = (SelfCPUTime() - gen0).Seconds()
-	res.CPU.Front = (t.front.CPUTime() - front0).Seconds()
-	res.CPU.Renderers = (t.pool.CPUTime() - pool0).Seconds()
+	return after, false, nil
+}
+
+// cpuMark is the CPU time each party had used at one instant.
+type cpuMark struct {
+	generator, front, pool, machine time.Duration
+	wall                            time.Time
+}
+
+func readCPU(t *target) cpuMark {
+	return cpuMark{SelfCPUTime(), t.front.CPUTime(), t.pool.CPUTime(), MachineCPUTime(), time.Now()}
+}
+
+// setCPU records the CPU each party used since from: the generator (this
+// process), the front, the renderers and the rest of the machine.
+func (r *RunResult) setCPU(t *target, from cpuMark) {
+	r.CPU.Generator = (SelfCPUTime() - from.generator).Seconds()
+	r.CPU.Front = (t.front.CPUTime() - from.front).Seconds()
+	r.CPU.Renderers = (t.pool.CPUTime() - from.pool).Seconds()
 	if isLib(t.name) {
 		// The library-face process is both front and renderer.
-		res.CPU.Front = 0
+		r.CPU.Front = 0
 	}
-	res.CPU.Wall = time.Since(wall0).Seconds()
-	res.CPU.Others = max(0, (MachineCPUTime()-all0).Seconds()-res.CPU.Generator-res.CPU.Front-res.CPU.Renderers)
-	res.Reports = reports
+	r.CPU.Wall = time.Since(from.wall).Seconds()
+	r.CPU.Others = max(0, (MachineCPUTime()-from.machine).Seconds()-r.CPU.Generator-r.CPU.Front-r.CPU.Renderers)
+}
+
+// setFigures records the streams' reports and what the renderers did
+// meanwhile: renders, the wasted ones, the peak in flight; -1 each when
+// their count after the run is not known.
+func (r *RunResult) setFigures(reports []*loadgen.Report, before, after demo.Stats, statsKnown bool) {
+	r.Reports = reports
 	var series [][]loadgen.Point
-	for _, r := range reports {
-		series = append(series, r.Series)
-		res.Successes += r.Total.Successes
+	for _, rep := range reports {
+		series = append(series, rep.Series)
+		r.Successes += rep.Total.Successes
 	}
 	if len(series) > 1 {
 		// One stream's series is in its report already.
-		res.Series = MergeSeries(series...)
+		r.Series = MergeSeries(series...)
 	}
-	if statsKnown {
-		res.Rendered = after.Rendered - before.Rendered
-		res.Wasted = Wasted(res.Rendered, res.Successes)
-		res.PeakInflight = after.PeakInflight
-	} else {
-		res.Rendered, res.Wasted, res.PeakInflight = -1, -1, -1
+	if !statsKnown {
+		r.Rendered, r.Wasted, r.PeakInflight = -1, -1, -1
+		return
 	}
-	if res.DrainCapped {
-		res.Note = fmt.Sprintf("still rendering %v after the load; restarted", s.o.DrainBound)
-		if !statsKnown {
-			res.Note += "; its render count could not be read (-1)"
-		}
-		if err := s.restart(ctx, t.pool); err != nil {
-			return nil, err
-		}
-	}
-	tot := reports[0].Total
-	s.log.Info("run", "scenario", scenario, "setup", t.name, "point", point, "keepalive", keepAlive, "repeat", repeat,
-		"offered", round1(tot.OfferedRate), "goodput", round1(tot.Goodput), "success", round3(tot.SuccessRatio),
-		"p99", tot.Latency.P99.Round(time.Millisecond), "wasted", res.Wasted, "drain", drain.Round(100*time.Millisecond),
-		"errors", tot.Errors)
-	return res, nil
+	r.Rendered = after.Rendered - before.Rendered
+	r.Wasted = Wasted(r.Rendered, r.Successes)
+	r.PeakInflight = after.PeakInflight
 }
 
 // restart restarts a pool whose renders would not end, then sends a

@@ -7,21 +7,21 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log"
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httputil"
-	"net/url"
 	"os"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
+	"github.com/oklog/run"
+
+	"github.com/sluicehq/sluice/internal/app"
+	"github.com/sluicehq/sluice/internal/bench"
 	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/internal/demo"
 	"github.com/sluicehq/sluice/internal/loadgen"
@@ -55,7 +55,7 @@ func parseDemoFlags(args []string, stderr io.Writer) (*demoFlags, error) {
 	f := &demoFlags{}
 	fs := flag.NewFlagSet("sluice demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.IntVar(&f.workers, "workers", numCPU(), "worker processes")
+	fs.IntVar(&f.workers, "workers", runtime.GOMAXPROCS(0), "worker processes") // honours a cgroup CPU quota
 	fs.DurationVar(&f.cpu, "cpu", 10*time.Millisecond, "CPU work per render")
 	fs.DurationVar(&f.step, "step", 5*time.Second, "duration of each load step")
 	loads := fs.String("loads", "0.5,1,2,4", "offered load steps, as multiples of measured capacity")
@@ -104,99 +104,158 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// demoRun starts sluice in front of the demo workers and runs the
+// measurement; both are actors of one run group, so that sluice drains and
+// stops its workers whichever ends first (the measurement, normally).
 func demoRun(ctx context.Context, f *demoFlags, stdout, stderr io.Writer) error {
+	logOut := io.Discard
+	if f.verbose {
+		logOut = stderr
+	}
+	a, err := newDemoApp(f, logOut)
+	if err != nil {
+		return err
+	}
+	var g run.Group
+	drain, stop := context.WithCancel(context.Background())
+	g.Add(func() error {
+		if err := a.Run(drain); err != nil {
+			return err
+		}
+		return errors.New("sluice stopped before the measurement ended")
+	}, func(error) { stop() })
+	measure, cancel := context.WithCancel(ctx)
+	g.Add(func() error { return demoMeasure(measure, a, f, stdout, stderr) }, func(error) { cancel() })
+	return g.Run()
+}
+
+// newDemoApp assembles sluice in front of f.workers demo workers (this
+// binary, re-executed), on a listener of its own on 127.0.0.1:0.
+func newDemoApp(f *demoFlags, logOut io.Writer) (*app.App, error) {
 	self, err := os.Executable()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	work := demo.Calibrate(200 * time.Millisecond)
-	port, err := freePort()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cfg := config.Default()
-	cfg.Server.Listen = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	cfg.Server.Listen = ln.Addr().String()
 	cfg.Server.DrainDelay = 0
 	cfg.Server.ShutdownTimeout = 10 * time.Second
 	cfg.Admin.Listen = config.AdminOff
 	wc, err := config.Parse("demo", []byte("workers: {command: [placeholder], readyPath: "+demo.ReadyPath+"}\n"))
 	if err != nil {
-		return err
+		ln.Close()
+		return nil, err
 	}
 	cfg.Workers = wc.Workers
 	cfg.Workers.Command = []string{self, "demo-worker"}
 	cfg.Workers.Count = config.Count(f.workers)
 	cfg.Workers.Env = map[string]string{demo.EnvUnits: strconv.FormatFloat(work.UnitsPerMilli(), 'f', -1, 64)}
 	cfg.Workers.StopTimeout = 5 * time.Second
-
-	logOut := io.Discard
-	if f.verbose {
-		logOut = stderr
-	}
-	rr := &roundRobin{}
-	s, err := newService(cfg, "", slog.New(slog.NewTextHandler(logOut, nil)), logOut, rr)
+	a, err := app.New(app.Options{Config: cfg, Logger: slog.New(slog.NewTextHandler(logOut, nil)), WorkerOutput: logOut, Listener: ln})
 	if err != nil {
-		return err
+		ln.Close()
 	}
-	drain, stop := context.WithCancel(context.Background())
-	done := make(chan int, 1)
-	go func() { done <- s.run(drain, nil) }()
-	defer func() {
-		stop()
-		<-done
-	}()
-	baseline := &http.Server{Handler: rr, ReadHeaderTimeout: 10 * time.Second}
-	bln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	go baseline.Serve(bln)
-	defer baseline.Close()
+	return a, err
+}
 
+// demoMeasure waits for sluice's workers, measures their capacity, then
+// offers the load ramp through sluice and through a round-robin proxy to
+// the same workers, and prints the table.
+func demoMeasure(ctx context.Context, a *app.App, f *demoFlags, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "sluice demo: %d single-threaded workers, %v of CPU per render, client timeout %v, keep-alive %v\n",
 		f.workers, f.cpu, f.timeout, f.keepAlive)
-	sluiceURL := "http://" + cfg.Server.Listen + "/?cpu=" + strconv.FormatFloat(float64(f.cpu)/float64(time.Millisecond), 'f', -1, 64)
-	if err := waitReady(ctx, "http://"+cfg.Server.Listen+cfg.Server.ReadyPath, 30*time.Second); err != nil {
+	listen := a.Config().Server.Listen
+	query := "/?cpu=" + strconv.FormatFloat(float64(f.cpu)/float64(time.Millisecond), 'f', -1, 64)
+	if err := waitReady(ctx, "http://"+listen+a.Config().Server.ReadyPath, 30*time.Second); err != nil {
+		return err
+	}
+	// The baseline is given the workers ready now: all of them.
+	if err := waitWorkers(ctx, a.Supervisor(), f.workers, 30*time.Second); err != nil {
 		return err
 	}
 	// Closed-loop clients, more than the workers so that sluice's queue
 	// keeps every worker busy: the most the workers can render.
 	clients := 4 * f.workers
-	capacity, err := measureCapacity(ctx, sluiceURL, clients, 2*time.Second)
+	c, err := bench.Capacity(ctx, []string{"http://" + listen + query}, clients, 2*time.Second, false)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "measured capacity: %.0f renders/s (%d clients in a closed loop for 2s)\n\n", capacity, clients)
-
+	if c.Rate <= 0 {
+		return errors.New("capacity measurement: no request succeeded")
+	}
+	fmt.Fprintf(stdout, "measured capacity: %.0f renders/s (%d clients in a closed loop for 2s)\n\n", c.Rate, clients)
+	baseline, stop, err := serveBaseline(a.Supervisor())
+	if err != nil {
+		return err
+	}
+	defer stop()
 	var phases []loadgen.Phase
 	for _, m := range f.loads {
-		phases = append(phases, loadgen.Phase{Name: fmt.Sprintf("%gx", m), Rate: m * capacity, Duration: f.step})
+		phases = append(phases, loadgen.Phase{Name: fmt.Sprintf("%gx", m), Rate: m * c.Rate, Duration: f.step})
 	}
-	systems := []struct{ name, url string }{
-		{"sluice", sluiceURL},
-		{"no admission", "http://" + bln.Addr().String() + "/?cpu=" + strings.TrimPrefix(sluiceURL, "http://"+cfg.Server.Listen+"/?cpu=")},
+	names := []string{"sluice", "no admission"}
+	urls := []string{"http://" + listen + query, baseline + query}
+	reports, err := demoRamp(ctx, a.Supervisor(), f, phases, urls, names, stderr)
+	if err != nil {
+		return err
 	}
-	reports := make([]*loadgen.Report, len(systems))
-	for i, sys := range systems {
-		fmt.Fprintf(stderr, "running %s: %d steps of %v...\n", sys.name, len(phases), f.step)
+	return demoTable(stdout, c.Rate, phases, names[0], names[1], reports)
+}
+
+// demoRamp offers the ramp of phases to each of urls in turn, waiting
+// between them for the workers to finish what the last left queued.
+func demoRamp(ctx context.Context, sup *supervisor.Supervisor, f *demoFlags, phases []loadgen.Phase, urls, names []string, stderr io.Writer) ([]*loadgen.Report, error) {
+	reports := make([]*loadgen.Report, len(urls))
+	for i, url := range urls {
+		fmt.Fprintf(stderr, "running %s: %d steps of %v...\n", names[i], len(phases), f.step)
 		rep, err := loadgen.Run(ctx, loadgen.Config{
-			URL: sys.url, Phases: phases, Timeout: f.timeout, DisableKeepAlives: !f.keepAlive,
+			URL: url, Phases: phases, Timeout: f.timeout, DisableKeepAlives: !f.keepAlive,
 			LoopbackOnly: true, Seed: 1,
 		})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		reports[i] = rep
-		if i == len(systems)-1 {
+		if i == len(urls)-1 {
 			break // the last run's leftovers only delay the exit
 		}
 		// What a run left queued in the workers would slow the next one:
 		// wait until they are idle again.
-		if err := waitIdle(ctx, s.sup, 30*time.Second); err != nil {
-			return err
+		if err := waitIdle(ctx, sup, 30*time.Second); err != nil {
+			return nil, err
 		}
 	}
-	return demoTable(stdout, capacity, phases, systems[0].name, systems[1].name, reports)
+	return reports, nil
+}
+
+// serveBaseline serves, on 127.0.0.1:0, the same workers with no
+// admission control, no queue and no idle-slot dispatch: a plain
+// round-robin proxy, as Node's cluster module would. It returns its
+// address as http://host:port, and stop, which closes it and waits.
+func serveBaseline(sup *supervisor.Supervisor) (url string, stop func(), err error) {
+	var addrs []string
+	for _, w := range sup.Stats().Workers {
+		if w.State == supervisor.StateReady && w.Network == "tcp" {
+			addrs = append(addrs, w.Addr)
+		}
+	}
+	rr, err := bench.NewRoundRobin(addrs)
+	if err != nil {
+		return "", nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: rr, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() { srv.Serve(ln); close(done) }()
+	return "http://" + ln.Addr().String(), func() { srv.Close(); <-done }, nil
 }
 
 func demoTable(w io.Writer, capacity float64, phases []loadgen.Phase, a, b string, reps []*loadgen.Report) error {
@@ -236,15 +295,6 @@ func fmtErrors(m map[string]int64) string {
 	return strings.Join(parts, ", ")
 }
 
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
 // waitReady polls url until it answers 200: a starting process has no
 // other way to tell.
 func waitReady(ctx context.Context, url string, within time.Duration) error {
@@ -259,6 +309,30 @@ func waitReady(ctx context.Context, url string, within time.Duration) error {
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%s not ready after %v", url, within)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// waitWorkers waits until n workers are ready.
+func waitWorkers(ctx context.Context, sup *supervisor.Supervisor, n int, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		ready := 0
+		for _, w := range sup.Stats().Workers {
+			if w.State == supervisor.StateReady {
+				ready++
+			}
+		}
+		if ready >= n {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d of %d workers ready after %v", ready, n, within)
 		}
 		select {
 		case <-ctx.Done():
@@ -300,94 +374,6 @@ func waitIdle(ctx context.Context, sup *supervisor.Supervisor, within time.Durat
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-}
-
-// measureCapacity runs n clients in a closed loop for d and returns the
-// completions per second: the workers' real capacity, HTTP included.
-func measureCapacity(ctx context.Context, url string, n int, d time.Duration) (float64, error) {
-	ctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n}}
-	var done atomic.Int64
-	var wg sync.WaitGroup
-	start := time.Now()
-	for range n {
-		wg.Go(func() {
-			for ctx.Err() == nil {
-				req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
-				resp, err := client.Do(req)
-				if err != nil {
-					continue
-				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					done.Add(1)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	c := float64(done.Load()) / time.Since(start).Seconds()
-	if c <= 0 {
-		return 0, errors.New("capacity measurement: no request succeeded")
-	}
-	return c, nil
-}
-
-// roundRobin is the baseline: the same workers reached with no admission
-// control, no queue and no idle-slot dispatch, as Node's cluster module or a
-// plain round-robin proxy would. It implements supervisor.Balancer.
-type roundRobin struct {
-	mu   sync.Mutex
-	eps  []supervisor.Endpoint
-	next atomic.Uint64
-	once sync.Once
-	rp   *httputil.ReverseProxy
-}
-
-func (r *roundRobin) Add(e supervisor.Endpoint) {
-	r.mu.Lock()
-	r.eps = append(r.eps, e)
-	r.mu.Unlock()
-}
-
-func (r *roundRobin) Remove(id int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for i, e := range r.eps {
-		if e.ID == id {
-			r.eps = append(r.eps[:i], r.eps[i+1:]...)
-			return
-		}
-	}
-}
-
-func (r *roundRobin) Drain(ctx context.Context, id int) error {
-	r.Remove(id)
-	return nil
-}
-
-func (r *roundRobin) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	r.once.Do(func() {
-		r.rp = &httputil.ReverseProxy{
-			Rewrite:   func(pr *httputil.ProxyRequest) { pr.Out.URL.Scheme, pr.Out.URL.Host = "http", pr.In.Host },
-			Transport: &http.Transport{MaxIdleConnsPerHost: 1024},
-			ErrorLog:  log.New(io.Discard, "", 0),
-		}
-	})
-	r.mu.Lock()
-	if len(r.eps) == 0 {
-		r.mu.Unlock()
-		http.Error(w, "no worker", http.StatusBadGateway)
-		return
-	}
-	e := r.eps[int(r.next.Add(1))%len(r.eps)]
-	r.mu.Unlock()
-	out := req.Clone(req.Context())
-	out.Host = e.Addr
-	out.URL = &url.URL{Scheme: "http", Host: e.Addr, Path: req.URL.Path, RawQuery: req.URL.RawQuery}
-	r.rp.ServeHTTP(w, out)
 }
 
 // runDemoWorker is the hidden `demo-worker` command: sluice re-executed as

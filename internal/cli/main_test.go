@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,8 +17,10 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/admission"
+	"github.com/sluicehq/sluice/internal/app"
 	"github.com/sluicehq/sluice/internal/demo"
 	"github.com/sluicehq/sluice/internal/supervisor"
+	"github.com/sluicehq/sluice/internal/testutil"
 )
 
 // The test binary doubles as the sluice binary: with this variable set it
@@ -36,61 +37,13 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// sluiceProcess is `sluice <args>` running as a child process.
-type sluiceProcess struct {
-	cmd    *exec.Cmd
-	out    *syncBuffer
-	done   chan struct{}
-	waitEr error
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
-func startSluice(t *testing.T, args ...string) *sluiceProcess {
+// startSluice runs this test binary as `sluice <args>` (see runMainEnv);
+// cleanup kills it if the test has not stopped it.
+func startSluice(t *testing.T, args ...string) *testutil.Process {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), runMainEnv+"=1")
-	p := &sluiceProcess{cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = p.out, p.out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.waitEr = cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-p.done
-		}
-		if t.Failed() {
-			t.Logf("sluice output:\n%s", p.out)
-		}
-	})
-	return p
-}
-
-// exitCode waits (at most within) for the process to exit.
-func (p *sluiceProcess) exitCode(t *testing.T, within time.Duration) int {
-	t.Helper()
-	select {
-	case <-p.done:
-		return p.cmd.ProcessState.ExitCode()
-	case <-time.After(within):
-		t.Fatalf("sluice still running after %v", within)
-		return -1
-	}
+	return testutil.StartProcess(t, cmd, 0)
 }
 
 func writeConfig(t *testing.T, yaml string) string {
@@ -102,14 +55,9 @@ func writeConfig(t *testing.T, yaml string) string {
 	return path
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	port, err := freePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return "127.0.0.1:" + strconv.Itoa(port)
-}
+// freeAddr returns an address on 127.0.0.1 for a sluice process to listen
+// on (racy: see testutil.FreeAddr).
+func freeAddr(t *testing.T) string { return testutil.FreeAddr(t) }
 
 // get sends one request and returns its status and body; a transport error
 // is status 0.
@@ -141,7 +89,7 @@ func TestServeDrainsOnSIGTERM(t *testing.T) {
 		inflight <- answer{code, body}
 	}()
 	waitStats(t, adminAddr, func(s stats) bool { return s.Admission.Inflight == 1 })
-	p.cmd.Process.Signal(syscall.SIGTERM)
+	p.Cmd.Process.Signal(syscall.SIGTERM)
 	// The signal is delivered asynchronously; readiness must turn 503 well
 	// within the drain delay, while the listener still accepts.
 	for deadline := time.Now().Add(500 * time.Millisecond); ; {
@@ -158,10 +106,13 @@ func TestServeDrainsOnSIGTERM(t *testing.T) {
 	if a.code != http.StatusOK || !strings.Contains(a.body, "Rendered") {
 		t.Errorf("in-flight request: got %d %q, want it completed with 200", a.code, a.body)
 	}
-	if code := p.exitCode(t, 10*time.Second); code != 0 {
+	if code := p.ExitCode(t, 10*time.Second); code != 0 {
 		t.Errorf("exit code after a complete drain: got %d, want 0", code)
 	}
 }
+
+// stats is the admin listener's /stats document.
+type stats = app.Stats
 
 // waitStats polls the admin /stats of a running sluice until cond holds.
 func waitStats(t *testing.T, adminAddr string, cond func(stats) bool) stats {
@@ -194,8 +145,8 @@ func TestServeCutsAtShutdownTimeout(t *testing.T) {
 	cut := make(chan int, 1)
 	go func() { code, _, _ := get("http://"+addr+"/?cpu=1&sleep=10000", 15*time.Second); cut <- code }()
 	waitStats(t, adminAddr, func(s stats) bool { return s.Admission.Inflight == 1 })
-	p.cmd.Process.Signal(syscall.SIGTERM)
-	if code := p.exitCode(t, 10*time.Second); code == 0 {
+	p.Cmd.Process.Signal(syscall.SIGTERM)
+	if code := p.ExitCode(t, 10*time.Second); code == 0 {
 		t.Errorf("exit code after a cut drain: got 0, want non-zero")
 	}
 	if code := <-cut; code == http.StatusOK {
@@ -251,8 +202,8 @@ func TestDemo(t *testing.T) {
 		t.Skip("runs real worker processes under load for several seconds")
 	}
 	t.Setenv(runMainEnv, "1") // the demo's workers are this test binary
-	var out, errOut syncBuffer
-	code := run(context.Background(), []string{"demo", "-workers", "2", "-cpu", "2ms", "-step", "1s", "-loads", "1,3", "-timeout", "500ms"}, &out, &errOut)
+	var out, errOut testutil.Buffer
+	code := dispatch(context.Background(), Extensions{}, []string{"demo", "-workers", "2", "-cpu", "2ms", "-step", "1s", "-loads", "1,3", "-timeout", "500ms"}, &out, &errOut)
 	if code != 0 {
 		t.Fatalf("exit code %d, stderr:\n%s", code, errOut.String())
 	}
@@ -401,14 +352,14 @@ workers:
 	if code, _, body := get("http://"+addr+"/?cpu=0", 5*time.Second); code != http.StatusOK || !strings.Contains(body, "Rendered") {
 		t.Errorf("got %d %q, want 200 from the worker started from the command line", code, body)
 	}
-	out := p.out.String()
+	out := p.Out.String()
 	for _, want := range []string{"config: a key has no effect", "at=" + cfg + ":1", "key=server.backpressure.minLimit"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the log at start lacks %q:\n%s", want, out)
 		}
 	}
-	p.cmd.Process.Signal(syscall.SIGTERM)
-	if code := p.exitCode(t, 10*time.Second); code != 0 {
+	p.Cmd.Process.Signal(syscall.SIGTERM)
+	if code := p.ExitCode(t, 10*time.Second); code != 0 {
 		t.Errorf("exit code after a drain: got %d, want 0", code)
 	}
 }
@@ -418,7 +369,7 @@ workers:
 func TestServeRefusesTwoCommands(t *testing.T) {
 	cfg := writeConfig(t, "admin: {listen: \"off\"}\nworkers:\n  count: 1\n  command: node a.js\n")
 	var out, errOut bytes.Buffer
-	code := runServe(context.Background(), []string{"-c", cfg, "--", "node", "b.js"}, &out, &errOut)
+	code := runServe(context.Background(), Extensions{}, []string{"-c", cfg, "--", "node", "b.js"}, &out, &errOut)
 	if want := cfg + ":4: workers.command: is also given after -- on the command line"; code != 1 || !strings.Contains(errOut.String(), want) {
 		t.Errorf("got exit %d, stderr %q; want 1 and %q", code, errOut.String(), want)
 	}

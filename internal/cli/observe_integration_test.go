@@ -16,7 +16,10 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/demo"
+	"github.com/sluicehq/sluice/internal/testutil"
 )
+
+var hex32 = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
 // headerLog is an upstream that records each request's header.
 type headerLog struct {
@@ -53,11 +56,11 @@ func jsonRecords(out, msg string) []map[string]any {
 }
 
 // waitOutput waits (at most 10 s) for the process's output to satisfy ok.
-func waitOutput(t *testing.T, p *sluiceProcess, ok func(out string) bool) string {
+func waitOutput(t *testing.T, p *testutil.Process, ok func(out string) bool) string {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		out := p.out.String()
+		out := p.Out.String()
 		if ok(out) {
 			return out
 		}

@@ -94,7 +94,7 @@ func TestHypernovaFallbackExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out, errOut bytes.Buffer
-	if code := run(context.Background(), []string{"validate", "-c", filepath.Join(dir, "sluice.yaml")}, &out, &errOut); code != 0 {
+	if code := dispatch(context.Background(), Extensions{}, []string{"validate", "-c", filepath.Join(dir, "sluice.yaml")}, &out, &errOut); code != 0 {
 		t.Fatalf("validate: exit %d: %s%s", code, out.String(), errOut.String())
 	}
 	node, err := exec.LookPath("node")

@@ -61,7 +61,13 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return 0
 	}
 
-	loaded, err := config.ResolveWith(*path, config.Overrides{Command: fs.Args()})
+	return validateFile(*path, fs.Args(), *strict, stdout, stderr)
+}
+
+// validateFile checks the file at path (as config.ResolveWith finds it)
+// with command after --, and prints what runValidate says of it.
+func validateFile(path string, command []string, strict bool, stdout, stderr io.Writer) int {
+	loaded, err := config.ResolveWith(path, config.Overrides{Command: command})
 	if err != nil {
 		if list := config.List(err); list != nil {
 			for _, e := range list {
@@ -80,7 +86,7 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		source = "built-in defaults"
 	}
 	switch n := len(loaded.Warnings); {
-	case n > 0 && *strict:
+	case n > 0 && strict:
 		fmt.Fprintf(stderr, "sluice validate: %s: %s (--strict)\n", source, plural(n, "warning"))
 		return 1
 	case n > 0:

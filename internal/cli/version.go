@@ -8,7 +8,8 @@ import (
 	"runtime/debug"
 )
 
-// version is set at link time (-ldflags "-X main.version=v1.2.3"); otherwise
+// version is set at link time (-ldflags
+// "-X github.com/sluicehq/sluice/internal/cli.version=v1.2.3"); otherwise
 // the module version from the build info is used.
 var version = ""
 

@@ -15,6 +15,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 
 	"github.com/sluicehq/sluice/internal/compress"
+	"github.com/sluicehq/sluice/internal/testutil"
 )
 
 // ssrPage is examples/react-ssr's listing page rendered with 25 cards:
@@ -75,13 +76,13 @@ func BenchmarkPage(b *testing.B) {
 			w := &discard{hdr: http.Header{}}
 			b.SetBytes(int64(len(page)))
 			b.ReportAllocs()
-			start := processCPU()
+			start := testutil.ProcessCPU()
 			for b.Loop() {
 				clear(w.hdr)
 				w.n = 0
 				wrapped.ServeHTTP(w, r)
 			}
-			reportCPU(b, start)
+			testutil.ReportCPU(b, start)
 			b.ReportMetric(float64(w.n), "out-bytes")
 		})
 	}
@@ -110,14 +111,14 @@ func BenchmarkGzip(b *testing.B) {
 			w := &discard{}
 			b.SetBytes(int64(len(page)))
 			b.ReportAllocs()
-			start := processCPU()
+			start := testutil.ProcessCPU()
 			for b.Loop() {
 				w.n = 0
 				zw, _ := stdgzip.NewWriterLevel(w, level)
 				_, _ = zw.Write(page)
 				_ = zw.Close()
 			}
-			reportCPU(b, start)
+			testutil.ReportCPU(b, start)
 			b.ReportMetric(float64(w.n), "out-bytes")
 		})
 		for _, impl := range impls {
@@ -126,14 +127,14 @@ func BenchmarkGzip(b *testing.B) {
 				zw := impl.new(w, level)
 				b.SetBytes(int64(len(page)))
 				b.ReportAllocs()
-				start := processCPU()
+				start := testutil.ProcessCPU()
 				for b.Loop() {
 					w.n = 0
 					zw.Reset(w)
 					_, _ = zw.Write(page)
 					_ = zw.Close()
 				}
-				reportCPU(b, start)
+				testutil.ReportCPU(b, start)
 				b.ReportMetric(float64(w.n), "out-bytes")
 			})
 		}
@@ -162,13 +163,13 @@ func BenchmarkStream(b *testing.B) {
 			w := &flushDiscard{discard{hdr: http.Header{}}}
 			b.SetBytes(int64(len(page)))
 			b.ReportAllocs()
-			start := processCPU()
+			start := testutil.ProcessCPU()
 			for b.Loop() {
 				clear(w.hdr)
 				w.n = 0
 				wrapped.ServeHTTP(w, r)
 			}
-			reportCPU(b, start)
+			testutil.ReportCPU(b, start)
 			b.ReportMetric(float64(w.n), "out-bytes")
 		})
 	}

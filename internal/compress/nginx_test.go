@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/compress"
+	"github.com/sluicehq/sluice/internal/testutil"
 )
 
 // The side-by-side measurement of docs/benchmarks.md ("Compression (issue
@@ -147,15 +148,6 @@ func startChild(t *testing.T, spec string) *server {
 	return &server{name: "sluice middleware " + spec, ae: enc, url: "http://" + strings.TrimSpace(addr) + "/", cmd: cmd}
 }
 
-func freePort(t *testing.T) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // startNginx runs nginx, one worker, serving a copy of the page with gzip
 // at level (0 = gzip off).
 func startNginx(t *testing.T, nginx string, level int) *server {
@@ -175,7 +167,7 @@ func startNginx(t *testing.T, nginx string, level int) *server {
 	if level > 0 {
 		gz = fmt.Sprintf("gzip on; gzip_comp_level %d; gzip_min_length 1024;", level)
 	}
-	port := freePort(t)
+	addr := testutil.FreeAddr(t) // nginx binds it itself: racy, see FreeAddr
 	conf := fmt.Sprintf(`%s
 daemon off; master_process on; worker_processes 1;
 pid %[2]s/nginx.pid; error_log %[2]s/error.log;
@@ -185,9 +177,9 @@ http {
   client_body_temp_path %[2]s; proxy_temp_path %[2]s; fastcgi_temp_path %[2]s;
   uwsgi_temp_path %[2]s; scgi_temp_path %[2]s;
   types { text/html html; } # nginx compresses text/html whatever gzip_types says
-  server { listen 127.0.0.1:%[3]d; root %[2]s; %[4]s }
+  server { listen %[3]s; root %[2]s; %[4]s }
 }
-`, user, dir, port, gz)
+`, user, dir, addr, gz)
 	if err := os.WriteFile(filepath.Join(dir, "nginx.conf"), []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -210,14 +202,14 @@ http {
 			<-done
 		}
 	})
-	url := fmt.Sprintf("http://127.0.0.1:%d/index.html", port)
+	url := "http://" + addr + "/index.html"
 	for i := 0; ; i++ { // bounded wait for the listener
-		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+		if c, err := net.Dial("tcp", addr); err == nil {
 			c.Close()
 			break
 		}
 		if i == 100 {
-			t.Fatalf("nginx did not listen on %d", port)
+			t.Fatalf("nginx did not listen on %s", addr)
 		}
 		time.Sleep(50 * time.Millisecond) // polling a process we do not control
 	}

@@ -15,7 +15,7 @@ type Compression struct {
 	Enabled bool `yaml:"enabled"`
 	// MinLength is the size in bytes below which a response is sent as it
 	// is. 0 = any size.
-	MinLength int64 `yaml:"minLength"`
+	MinLength int64 `yaml:"minLength" form:"size"`
 	// Types are the media types compressed: "text/html", "text/*" or
 	// "application/*+json". In the file: a list, or a string split on
 	// white space.

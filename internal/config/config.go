@@ -2,17 +2,19 @@
 // decodes into, their defaults, and the checks that reject a bad file before
 // anything starts.
 //
-// The package only parses, applies defaults and validates. It imports nothing
-// of sluice's; the serve command maps these structs onto the options of the
+// The package only parses, applies defaults and validates. Of sluice's
+// packages it imports only admission, for the names of its priority classes;
+// the serve command maps these structs onto the options of the
 // packages that do the work (admission, server, proxy, supervisor).
 //
 // # The file
 //
-// Keys are camelCase and reuse the names of the seed's server options
-// (server.keepAliveTimeout, server.backpressure.queueSize, ...). A key left
+// Keys are camelCase and reuse the option names of the Node.js server sluice
+// replaces (server.keepAliveTimeout, server.backpressure.queueSize, ...), so
+// that its configuration carries over. A key left
 // out keeps its default; a key set to null (written with no value) does too.
 // Durations are Go duration strings ("65s", "1m5s", "250ms") or a bare
-// number of milliseconds (65000), as in the seed. Sizes are a whole number of
+// number of milliseconds (65000), as that server reads them. Sizes are a whole number of
 // bytes or a string with a unit ("64KiB", "10MiB", "1.5MB"; KB, MB and GB are
 // powers of 1000, KiB, MiB and GiB powers of 1024).
 //
@@ -34,6 +36,8 @@ package config
 import (
 	"net/netip"
 	"time"
+
+	"github.com/sluicehq/sluice/admission"
 )
 
 // Config is the whole of sluice.yaml. The zero value is not a usable
@@ -100,7 +104,7 @@ type Server struct {
 	MaxConcurrentRequests int `yaml:"maxConcurrentRequests"`
 	// MaxHeaderBytes bounds the request line and headers; above it the
 	// request gets 431 (http.Server.MaxHeaderBytes). Must be > 0.
-	MaxHeaderBytes int64 `yaml:"maxHeaderBytes"`
+	MaxHeaderBytes int64 `yaml:"maxHeaderBytes" form:"size"`
 	// MaxConnections bounds the open client connections. At the bound a
 	// new connection replaces the one idle longest; with none idle it may
 	// only ask the probes (a few dozen such), and beyond those it is closed
@@ -152,7 +156,7 @@ func (t TLS) Enabled() bool { return t.CertFile != "" && t.KeyFile != "" }
 // Algorithm names for Backpressure.Algorithm.
 const (
 	AlgorithmAuto     = "auto"     // limit.Auto: CPU load and RTT, finds the limit itself
-	AlgorithmAIMD     = "aimd"     // the seed's rule on the saturation signal
+	AlgorithmAIMD     = "aimd"     // limit.AIMD on the saturation signal
 	AlgorithmGradient = "gradient" // latency gradient
 	AlgorithmFixed    = "fixed"    // the limit stays at InitialLimit
 )
@@ -166,16 +170,17 @@ type Backpressure struct {
 	// Algorithm is AlgorithmAuto, AlgorithmAIMD, AlgorithmGradient or
 	// AlgorithmFixed.
 	Algorithm string `yaml:"algorithm"`
-	// InitialLimit is the limit at start; 0 = MaxLimit (start wide open,
-	// as the seed does). Otherwise within [MinLimit, MaxLimit].
+	// InitialLimit is the limit at start; 0 = MaxLimit (start wide open:
+	// AIMD only backs off, so a low start would refuse work before any
+	// saturation). Otherwise within [MinLimit, MaxLimit].
 	InitialLimit int `yaml:"initialLimit"`
 	// MinLimit is the floor the limit never goes below; >= 1.
 	MinLimit int `yaml:"minLimit"`
 	// MaxLimit is the most the algorithm may allow; >= MinLimit.
 	MaxLimit int `yaml:"maxLimit"`
 	// SaturationMax is the saturation in (0, 1] at or above which the limit
-	// shrinks and new requests are shed instead of queued. The seed's
-	// "eluMax" is accepted in the file as an alias.
+	// shrinks and new requests are shed instead of queued. "eluMax", the
+	// Node.js server's name for it, is accepted in the file as an alias.
 	SaturationMax float64 `yaml:"saturationMax" alias:"eluMax"`
 	// SampleWindow is how often the limit is recomputed; > 0.
 	SampleWindow time.Duration `yaml:"sampleWindow"`
@@ -373,16 +378,16 @@ type Proxy struct {
 	Timeout time.Duration `yaml:"timeout"`
 	// MaxBodyBytes bounds a request body; above it 413. 0 = no bound of
 	// its own: MaxBufferedBytes bounds it.
-	MaxBodyBytes int64 `yaml:"maxBodyBytes"`
+	MaxBodyBytes int64 `yaml:"maxBodyBytes" form:"size"`
 	// MaxBufferedBytes bounds the memory of all buffered bodies at once,
 	// requests and responses, reserved as bytes arrive; past it uploads get
 	// 503 and responses are streamed. 0 = derived from the machine (an
 	// eighth of the cgroup or physical memory, 64 MiB to 1 GiB).
-	MaxBufferedBytes int64 `yaml:"maxBufferedBytes"`
+	MaxBufferedBytes int64 `yaml:"maxBufferedBytes" form:"size"`
 	// BufferResponseBytes: responses up to this size are read whole from the
 	// worker before being sent, so a slow client does not hold the worker.
 	// Longer ones are streamed. 0 = stream everything.
-	BufferResponseBytes int64 `yaml:"bufferResponseBytes"`
+	BufferResponseBytes int64 `yaml:"bufferResponseBytes" form:"size"`
 	// RetryIdempotent has no effect; it is kept so that existing files
 	// load. A request that reached its worker is never sent to another
 	// (one poisonous request must not kill two workers); one none of which
@@ -429,18 +434,11 @@ type Tenants struct {
 	MaxQueuedPerTenant int `yaml:"maxQueuedPerTenant"`
 }
 
-// Priority names, as in the Sluice-Priority header.
-const (
-	PriorityCriticalPlus  = "critical-plus"
-	PriorityCritical      = "critical"
-	PrioritySheddablePlus = "sheddable-plus"
-	PrioritySheddable     = "sheddable"
-)
-
 // Route classifies the requests its Match matches.
 type Route struct {
 	Match Match `yaml:"match"`
-	// Priority is one of the Priority* names.
+	// Priority is a class's header form (admission.ParsePriority):
+	// critical-plus, critical, sheddable-plus or sheddable.
 	Priority string `yaml:"priority"`
 	// Cost is how many slots a request takes; >= 1.
 	Cost int `yaml:"cost"`
@@ -560,7 +558,7 @@ func (u *Upstream) setDefaults() {
 // async one whose requests mostly await I/O.
 const DefaultMaxConcurrency = 64
 
-func (r *Route) setDefaults() { *r = Route{Priority: PriorityCritical, Cost: 1} }
+func (r *Route) setDefaults() { *r = Route{Priority: admission.Critical.String(), Cost: 1} }
 
 func (f *Fallback) setDefaults() {
 	*f = Fallback{Status: 200, ContentType: "text/html; charset=utf-8"}

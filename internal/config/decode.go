@@ -18,11 +18,12 @@ import (
 // keys are checked afterwards by the validator, which works on Go-built
 // configs too.
 //
-// Types are decoded by their Go type: time.Duration (a duration), int64 (a
-// size in bytes: every int64 in the schema is one), netip.Prefix (a trusted
-// peer), int, float64, bool, string, and structs, pointers to structs (an
-// optional section, allocated with its defaults), slices and maps of those.
-// Two field tags add forms: alias:"name" accepts a second key name, and
+// Types are decoded by their Go type: time.Duration (a duration),
+// netip.Prefix (a trusted peer), int and int64 (a whole number), float64,
+// bool, string, and structs, pointers to structs (an optional section,
+// allocated with its defaults), slices and maps of those. Field tags add
+// forms: alias:"name" accepts a second key name, form:"size" lets an int64
+// be written with a unit ("64KiB": the field is a size in bytes), and
 // form:"fields" lets a []string be written as one string split on white
 // space. Types with a decodeNode method decode themselves.
 
@@ -135,41 +136,26 @@ func (d *decoder) value(n *yaml.Node, path string, v reflect.Value) {
 		return
 	}
 	t := v.Type()
-	switch {
+	switch k := t.Kind(); {
 	case t == durationType:
 		d.duration(n, path, v)
-		return
 	case t == prefixType:
-		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
-			d.typeError(n, path, "a CIDR or IP address")
-			return
-		}
-		p, err := parsePeer(n.Value)
-		if err != nil {
-			d.failf(n.Line, path, "%s", strings.TrimPrefix(err.Error(), "config: "))
-			return
-		}
-		v.Set(reflect.ValueOf(p))
-		return
-	}
-	switch t.Kind() {
-	case reflect.Bool:
+		d.peer(n, path, v)
+	case k == reflect.Bool:
 		var b bool
 		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" || n.Decode(&b) != nil {
 			d.typeError(n, path, "true or false")
 			return
 		}
 		v.SetBool(b)
-	case reflect.Int:
+	case k == reflect.Int, k == reflect.Int64:
 		var i int64
-		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" || n.Decode(&i) != nil {
+		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" || n.Decode(&i) != nil || v.OverflowInt(i) {
 			d.typeError(n, path, "a whole number")
 			return
 		}
 		v.SetInt(i)
-	case reflect.Int64:
-		d.size(n, path, v)
-	case reflect.Float64:
+	case k == reflect.Float64:
 		var f float64
 		tag := n.ShortTag()
 		if n.Kind != yaml.ScalarNode || (tag != "!!int" && tag != "!!float") || n.Decode(&f) != nil {
@@ -177,13 +163,13 @@ func (d *decoder) value(n *yaml.Node, path string, v reflect.Value) {
 			return
 		}
 		v.SetFloat(f)
-	case reflect.String:
+	case k == reflect.String:
 		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
 			d.typeError(n, path, "a string")
 			return
 		}
 		v.SetString(n.Value)
-	case reflect.Pointer:
+	case k == reflect.Pointer:
 		if v.IsNil() {
 			p := reflect.New(t.Elem())
 			if df, ok := p.Interface().(defaulter); ok {
@@ -192,11 +178,11 @@ func (d *decoder) value(n *yaml.Node, path string, v reflect.Value) {
 			v.Set(p)
 		}
 		d.value(n, path, v.Elem())
-	case reflect.Struct:
+	case k == reflect.Struct:
 		d.structValue(n, path, v)
-	case reflect.Slice:
+	case k == reflect.Slice:
 		d.slice(n, path, v)
-	case reflect.Map:
+	case k == reflect.Map:
 		d.mapValue(n, path, v)
 	default:
 		panic(fmt.Sprintf("config: no decoding for %s at %s", t, path))
@@ -232,7 +218,25 @@ func (d *decoder) duration(n *yaml.Node, path string, v reflect.Value) {
 	v.SetInt(int64(dur))
 }
 
+// peer decodes n, a trusted peer (a CIDR or an IP address), into v.
+func (d *decoder) peer(n *yaml.Node, path string, v reflect.Value) {
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
+		d.typeError(n, path, "a CIDR or IP address")
+		return
+	}
+	p, err := parsePeer(n.Value)
+	if err != nil {
+		d.failf(n.Line, path, "%s", strings.TrimPrefix(err.Error(), "config: "))
+		return
+	}
+	v.Set(reflect.ValueOf(p))
+}
+
+// size decodes n, a size in bytes (a field tagged form:"size"), into v.
 func (d *decoder) size(n *yaml.Node, path string, v reflect.Value) {
+	if n = d.deref(n); n == nil || isNull(n) {
+		return // null keeps the default
+	}
 	const want = "a size (bytes, or such as \"64KiB\")"
 	if n.Kind != yaml.ScalarNode {
 		d.typeError(n, path, want)
@@ -395,6 +399,10 @@ func (d *decoder) structValue(n *yaml.Node, path string, v reflect.Value) {
 		d.lines[fpath] = p.key.Line
 		ft := v.Type().Field(f.index)
 		fv := v.Field(f.index)
+		if ft.Tag.Get("form") == "size" {
+			d.size(p.value, fpath, fv)
+			continue
+		}
 		if ft.Tag.Get("form") == "fields" {
 			if val := d.deref(p.value); val != nil && val.Kind == yaml.ScalarNode && val.ShortTag() == "!!str" {
 				fv.Set(reflect.ValueOf(strings.Fields(val.Value)))

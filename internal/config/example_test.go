@@ -9,10 +9,10 @@ import (
 func ExampleParse() {
 	src := `
 server:
-  keepAliveTimeout: 65000   # milliseconds, as in the seed
+  keepAliveTimeout: 65000   # milliseconds, as the Node.js server reads it
   maxHeaderBytes: 32KiB
   backpressure:
-    eluMax: 0.9             # the seed's name for saturationMax
+    eluMax: 0.9             # the Node.js server's name for saturationMax
 workers:
   command: node render.js
   count: 4

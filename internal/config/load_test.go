@@ -26,8 +26,8 @@ func TestExampleFileValidates(t *testing.T) {
 	if err != nil {
 		t.Fatalf("examples/sluice.yaml: %v", err)
 	}
-	// The example sets values other than the defaults, and the seed's
-	// spelling of them.
+	// The example sets values other than the defaults, and the Node.js
+	// server's spelling of them (eluMax).
 	if cfg.Workers == nil || cfg.Server.Backpressure.SaturationMax != 0.9 || len(cfg.Routes) == 0 {
 		t.Errorf("got %+v, want workers, eluMax 0.9 and routes from the example", cfg)
 	}

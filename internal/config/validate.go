@@ -9,7 +9,20 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sluicehq/sluice/admission"
 )
+
+// priorityList names the priority classes for an error message:
+// "critical-plus, critical, sheddable-plus or sheddable".
+func priorityList() string {
+	ps := admission.Priorities()
+	names := make([]string, len(ps))
+	for i, p := range ps {
+		names[i] = p.String()
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
 
 // Validate checks the ranges of c's values and the relations between them,
 // and returns every problem found as Errors, or nil. Parse and Load have
@@ -408,8 +421,6 @@ func (v *validator) tenants(t *Tenants) {
 	v.atLeast(at+"maxTracked", t.MaxTracked, 1)
 }
 
-var priorities = []string{PriorityCriticalPlus, PriorityCritical, PrioritySheddablePlus, PrioritySheddable}
-
 func (v *validator) route(at string, r *Route) {
 	m := &r.Match
 	if m.Method != "" && (!isToken(m.Method) || strings.ToUpper(m.Method) != m.Method) {
@@ -426,8 +437,8 @@ func (v *validator) route(at string, r *Route) {
 			v.errorf(at+".match.header", "%s is not \"Name: value\" or \"Name\"", shown)
 		}
 	}
-	if !slices.Contains(priorities, r.Priority) {
-		v.errorf(at+".priority", "%q is not a priority (want critical-plus, critical, sheddable-plus or sheddable)", r.Priority)
+	if _, err := admission.ParsePriority(r.Priority); err != nil {
+		v.errorf(at+".priority", "%q is not a priority (want %s)", r.Priority, priorityList())
 	}
 	v.atLeast(at+".cost", r.Cost, 1)
 	if f := r.Fallback; f != nil {

@@ -201,6 +201,19 @@ func configErr(field, format string, args ...any) error {
 // Validate reports the first field that is wrong and why. Zero fields that
 // have defaults are valid.
 func (c *Config) Validate() error {
+	if err := c.validateURL(); err != nil {
+		return err
+	}
+	if err := c.validatePhases(); err != nil {
+		return err
+	}
+	if err := c.validateClient(); err != nil {
+		return err
+	}
+	return c.validateMixes()
+}
+
+func (c *Config) validateURL() error {
 	u, err := url.Parse(c.URL)
 	switch {
 	case c.URL == "":
@@ -212,6 +225,10 @@ func (c *Config) Validate() error {
 	case u.Host == "":
 		return configErr("URL", "no host in %q", c.URL)
 	}
+	return nil
+}
+
+func (c *Config) validatePhases() error {
 	if len(c.Phases) == 0 {
 		return configErr("Phases", "none")
 	}
@@ -226,6 +243,12 @@ func (c *Config) Validate() error {
 			return configErr(field, "ramp end %v, want a finite rate >= 0", p.RampTo)
 		}
 	}
+	return nil
+}
+
+// validateClient checks how the client sends: its bounds, retries and
+// method.
+func (c *Config) validateClient() error {
 	switch {
 	case c.Timeout < 0:
 		return configErr("Timeout", "%v, want >= 0", c.Timeout)
@@ -251,6 +274,10 @@ func (c *Config) Validate() error {
 	if c.Method != "" && strings.ContainsAny(c.Method, " \t\r\n") {
 		return configErr("Method", "%q is not a method", c.Method)
 	}
+	return nil
+}
+
+func (c *Config) validateMixes() error {
 	for i, m := range c.HeaderMixes {
 		field := fmt.Sprintf("HeaderMixes[%d]", i)
 		if m.Name == "" {

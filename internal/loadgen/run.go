@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/sluicehq/sluice/admission"
 )
 
 // ErrNotLoopback is returned by a dial that LoopbackOnly refused.
@@ -151,49 +153,68 @@ func (g *generator) run(parent context.Context) (*Report, error) {
 	}
 
 	rec := newRecorder(len(g.cfg.Phases), len(g.classes), g.cfg.Bucket)
-	rnd := rand.New(rand.NewPCG(g.cfg.Seed, 0x5eed))
 	var (
 		wg          sync.WaitGroup
 		outstanding atomic.Int64
 	)
 	start := time.Now()
+	stopProgress := g.startProgress(ctx, rec, &outstanding, start)
 
-	stopProgress := func() {}
-	if g.cfg.Progress != nil {
-		p := &progress{w: g.cfg.Progress, rec: rec, outstanding: &outstanding, start: start}
-		pctx, pcancel := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			p.run(pctx, g.cfg.ProgressInterval)
-		}()
-		stopProgress = func() { pcancel(); <-done }
-	}
-
-	sched := newSchedule(g.cfg.Phases)
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
 	schedEnd := plannedDuration(g.cfg.Phases)
-	interrupted := false
-sending:
+	interrupted := !g.send(ctx, start, rec, &wg, &outstanding)
+	if interrupted {
+		schedEnd = min(time.Since(start), schedEnd)
+		cancel()
+	} else if end := start.Add(schedEnd); time.Until(end) > 0 && !sleepUntil(ctx, end) {
+		// The last send may come well before the last phase ends (a slow
+		// rate, a pause): the run lasts as long as it was planned to,
+		// unless it is interrupted meanwhile.
+		interrupted = true
+		schedEnd = time.Since(start)
+		cancel()
+	}
+	wg.Wait()
+	stopProgress()
+
+	rep := g.report(rec, start, time.Since(start), schedEnd)
+	rep.Interrupted = interrupted
+	if interrupted {
+		return rep, fmt.Errorf("loadgen: run interrupted: %w", parent.Err())
+	}
+	return rep, nil
+}
+
+// startProgress starts the progress line when the config asks for one,
+// and returns the func that stops it and waits for it.
+func (g *generator) startProgress(ctx context.Context, rec *recorder, outstanding *atomic.Int64, start time.Time) (stop func()) {
+	if g.cfg.Progress == nil {
+		return func() {}
+	}
+	p := &progress{w: g.cfg.Progress, rec: rec, outstanding: outstanding, start: start}
+	pctx, pcancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.run(pctx, g.cfg.ProgressInterval)
+	}()
+	return func() { pcancel(); <-done }
+}
+
+// send sends every request of the schedule at its time from start, each
+// on a goroutine of wg, and records it in rec; a request due while
+// MaxOutstanding are in flight is recorded as dropped instead. It reports
+// false if ctx ended the schedule early.
+func (g *generator) send(ctx context.Context, start time.Time, rec *recorder, wg *sync.WaitGroup, outstanding *atomic.Int64) bool {
+	rnd := rand.New(rand.NewPCG(g.cfg.Seed, 0x5eed))
+	sched := newSchedule(g.cfg.Phases)
 	for {
 		at, phase, ok := sched.next()
 		if !ok {
-			break
+			return true
 		}
 		due := start.Add(at)
-		if wait := time.Until(due); wait > 0 {
-			timer.Reset(wait)
-			select {
-			case <-ctx.Done():
-				timer.Stop()
-				interrupted = true
-				break sending
-			case <-timer.C:
-			}
-		} else if ctx.Err() != nil {
-			interrupted = true
-			break sending
+		if !sleepUntil(ctx, due) {
+			return false
 		}
 		sp := g.draw(rnd)
 		rec.scheduled()
@@ -210,31 +231,23 @@ sending:
 			rec.record(res)
 		})
 	}
-	if interrupted {
-		schedEnd = min(time.Since(start), schedEnd)
-		cancel()
-	} else if wait := time.Until(start.Add(schedEnd)); wait > 0 {
-		// The last send may come well before the last phase ends (a slow
-		// rate, a pause): the run lasts as long as it was planned to.
-		timer.Reset(wait)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			interrupted = true
-			schedEnd = time.Since(start)
-			cancel()
-		case <-timer.C:
-		}
-	}
-	wg.Wait()
-	stopProgress()
+}
 
-	rep := g.report(rec, start, time.Since(start), schedEnd)
-	rep.Interrupted = interrupted
-	if interrupted {
-		return rep, fmt.Errorf("loadgen: run interrupted: %w", parent.Err())
+// sleepUntil waits until t, and reports false if ctx is done first (or
+// already, when t has passed).
+func sleepUntil(ctx context.Context, t time.Time) bool {
+	wait := time.Until(t)
+	if wait <= 0 {
+		return ctx.Err() == nil
 	}
-	return rep, nil
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-timer.C:
+		return true
+	}
 }
 
 // draw picks one logical request's URL and headers. rnd is the run's
@@ -347,7 +360,7 @@ func (g *generator) attempt(ctx context.Context, deadline time.Time, sp spec) at
 	}
 	a := attemptResult{status: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After"), end: end}
 	if resp.StatusCode < 200 || resp.StatusCode >= 400 {
-		a.kind = statusKind(resp.StatusCode, resp.Header.Get("Sluice-Shed"))
+		a.kind = statusKind(resp.StatusCode, resp.Header.Get(admission.HeaderShed))
 	}
 	return a
 }

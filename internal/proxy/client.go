@@ -224,7 +224,24 @@ func writeRequest(wc *workerConn, req *http.Request) error {
 		bw.Write(strconv.AppendInt(bw.AvailableBuffer(), req.ContentLength, 10))
 		bw.WriteString("\r\n")
 	}
-	for k, vv := range req.Header {
+	writeFields(bw, req.Header)
+	bw.WriteString("\r\n")
+	if req.ContentLength > 0 {
+		n, err := io.Copy(bw, req.Body)
+		if err == nil && n != req.ContentLength {
+			err = fmt.Errorf("proxy: request body of %d bytes, want %d", n, req.ContentLength)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
+}
+
+// writeFields writes h's fields but those writeRequest writes itself or
+// leaves out (skipHeader), a line per value.
+func writeFields(bw *bufio.Writer, h http.Header) {
+	for k, vv := range h {
 		if skipHeader(k) {
 			continue
 		}
@@ -242,17 +259,6 @@ func writeRequest(wc *workerConn, req *http.Request) error {
 			bw.WriteString("\r\n")
 		}
 	}
-	bw.WriteString("\r\n")
-	if req.ContentLength > 0 {
-		n, err := io.Copy(bw, req.Body)
-		if err == nil && n != req.ContentLength {
-			err = fmt.Errorf("proxy: request body of %d bytes, want %d", n, req.ContentLength)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return bw.Flush()
 }
 
 // sendsLength reports whether a Content-Length goes with req, as net/http

@@ -49,10 +49,10 @@
 // adaptive endpoint (Endpoint.Adaptive), found at run time in [1,
 // Concurrency] and reconsidered every WorkerLimit.Window. A worker that
 // reports its saturation on its responses (HeaderSaturation: for Node.js,
-// event-loop utilization, as node/sluice-worker sends it) is judged by the
-// seed's AIMD rule over it, bounded by the concurrency that would saturate
-// it: a single-threaded CPU-bound renderer stays at 1, an async one grows
-// until its event loop is saturated. A worker that reports nothing is
+// event-loop utilization, as node/sluice-worker sends it) is judged by an
+// AIMD rule over it (limit.AIMD's), bounded by the concurrency that would
+// saturate it: a single-threaded CPU-bound renderer stays at 1, an async
+// one grows until its event loop is saturated. A worker that reports nothing is
 // judged by its latency against its no-load latency. The header is read
 // and removed before the client sees the response; one that cannot be read
 // is counted (EndpointStats.BadReports) and ignored. workerLimit's doc

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -106,25 +107,7 @@ func (x *exchange) run() {
 		x.finish(nil, err, hung)
 		return
 	}
-	if v, ok := resp.Header[HeaderSaturation]; ok {
-		// Read and removed before the handler may copy the header: the
-		// client never sees it.
-		delete(resp.Header, HeaderSaturation)
-		x.reported = true
-		if len(v) == 1 {
-			x.sat, x.satOK = parseSaturation(v[0])
-		}
-	}
-	x.mu.Lock()
-	x.resp = resp
-	x.trailers = trailerNames(resp.Trailer) // the body's reads add to the map
-	x.sse = isEventStream(resp.Header.Get("Content-Type"))
-	x.stream = x.sse || resp.ContentLength < 0 || resp.ContentLength > int64(x.limit)
-	wake := x.readyLocked()
-	x.mu.Unlock()
-	if wake {
-		signal(x.notify)
-	}
+	x.takeResponse(resp)
 	var rb *[]byte // the buffer read into; its memory is reserved
 	defer func() {
 		if rb != nil {
@@ -142,20 +125,7 @@ func (x *exchange) run() {
 		}
 		x.mu.Lock()
 		if n > 0 && x.state != abandoned {
-			// Fill the last chunk before starting another: memory held is
-			// the bytes waiting, not the reads that brought them.
-			k := 0
-			if i := len(x.chunks) - 1; i >= 0 && x.chunks[i].n < bufSize {
-				c := &x.chunks[i]
-				k = copy((*c.buf)[c.n:], (*rb)[:n])
-				c.n += k
-			}
-			if k < n {
-				copy(*rb, (*rb)[k:n])
-				x.chunks = append(x.chunks, chunk{rb, n - k})
-				rb = nil
-			}
-			x.pending += n
+			rb = x.appendLocked(rb, n)
 		}
 		if rerr != nil {
 			x.mu.Unlock()
@@ -181,6 +151,50 @@ func (x *exchange) run() {
 			signal(x.notify)
 		}
 	}
+}
+
+// takeResponse records the worker's response headers and wakes the
+// handler if it may start relaying. The saturation report is read and
+// removed here, before the handler may copy the header: the client never
+// sees it.
+func (x *exchange) takeResponse(resp *http.Response) {
+	if v, ok := resp.Header[HeaderSaturation]; ok {
+		delete(resp.Header, HeaderSaturation)
+		x.reported = true
+		if len(v) == 1 {
+			x.sat, x.satOK = parseSaturation(v[0])
+		}
+	}
+	x.mu.Lock()
+	x.resp = resp
+	x.trailers = trailerNames(resp.Trailer) // the body's reads add to the map
+	x.sse = isEventStream(resp.Header.Get("Content-Type"))
+	x.stream = x.sse || resp.ContentLength < 0 || resp.ContentLength > int64(x.limit)
+	wake := x.readyLocked()
+	x.mu.Unlock()
+	if wake {
+		signal(x.notify)
+	}
+}
+
+// appendLocked adds the n bytes read into rb to the chunks waiting for
+// the client, and returns rb, or nil when rb became a chunk itself. It
+// fills the last chunk before starting another: the memory held is the
+// bytes waiting, not the reads that brought them. REQUIRES x.mu held.
+func (x *exchange) appendLocked(rb *[]byte, n int) *[]byte {
+	k := 0
+	if i := len(x.chunks) - 1; i >= 0 && x.chunks[i].n < bufSize {
+		c := &x.chunks[i]
+		k = copy((*c.buf)[c.n:], (*rb)[:n])
+		c.n += k
+	}
+	if k < n {
+		copy(*rb, (*rb)[k:n])
+		x.chunks = append(x.chunks, chunk{rb, n - k})
+		rb = nil
+	}
+	x.pending += n
+	return rb
 }
 
 // reserveBuf reserves the memory of the buffer run is about to read into.
@@ -235,29 +249,7 @@ func (x *exchange) finish(resp *http.Response, err error, hung *time.Timer) {
 	}
 	now := time.Now()
 	p, e := x.p, x.ep
-	if err != nil {
-		e.failures.Add(1)
-		if isDialError(err) {
-			p.dialFailures.Add(1)
-		}
-	} else {
-		e.served.Add(1)
-	}
-	if wasHung {
-		p.hung.Add(1)
-		p.log.Error("proxy: worker hung; connection closed",
-			slog.Int("worker", e.ID), slog.String("addr", e.Addr),
-			slog.Duration("silentFor", x.hangAfter), slog.String("path", x.req.URL.Path))
-		// A worker that never answered (no response headers) is stuck,
-		// an endless loop say: out of rotation before its slot is freed,
-		// so that the slot is not given again while it is replaced. One
-		// silent in the middle of a body may be a quiet stream (an event
-		// stream between events): only its connection is closed.
-		if resp == nil && p.o.OnHung != nil && p.pool.hang(e) {
-			p.log.Error("proxy: hung worker taken out of rotation and reported for replacement", slog.Int("worker", e.ID))
-			p.o.OnHung(e.ID)
-		}
-	}
+	x.account(resp, err, wasHung)
 	// The slot is free before the handler can learn of a failure and
 	// retry, or give the permit to the next request.
 	x.mu.Lock()
@@ -292,6 +284,36 @@ func (x *exchange) finish(resp *http.Response, err error, hung *time.Timer) {
 		x.permit.DoneSample(limit.Sample{Now: now, RTT: rtt, Dropped: timedOut})
 	}
 	signal(x.notify)
+}
+
+// account counts the exchange's outcome, err, at its worker and, when the
+// worker was hung, reports it.
+func (x *exchange) account(resp *http.Response, err error, wasHung bool) {
+	p, e := x.p, x.ep
+	if err != nil {
+		e.failures.Add(1)
+		if isDialError(err) {
+			p.dialFailures.Add(1)
+		}
+	} else {
+		e.served.Add(1)
+	}
+	if !wasHung {
+		return
+	}
+	p.hung.Add(1)
+	p.log.Error("proxy: worker hung; connection closed",
+		slog.Int("worker", e.ID), slog.String("addr", e.Addr),
+		slog.Duration("silentFor", x.hangAfter), slog.String("path", x.req.URL.Path))
+	// A worker that never answered (no response headers) is stuck, an
+	// endless loop say: out of rotation before its slot is freed, so that
+	// the slot is not given again while it is replaced. One silent in the
+	// middle of a body may be a quiet stream (an event stream between
+	// events): only its connection is closed.
+	if resp == nil && p.o.OnHung != nil && p.pool.hang(e) {
+		p.log.Error("proxy: hung worker taken out of rotation and reported for replacement", slog.Int("worker", e.ID))
+		p.o.OnHung(e.ID)
+	}
 }
 
 // readyLocked reports whether the handler should start relaying: the
@@ -386,34 +408,13 @@ func (p *Proxy) relay(w http.ResponseWriter, r *http.Request, x *exchange) {
 	if len(trailers) > 0 {
 		w.Header()["Trailer"] = trailers
 	} else if complete && resp.ContentLength < 0 && bodyAllowed(r.Method, resp.StatusCode) {
-		w.Header().Set("Content-Length", itoa(total))
+		w.Header().Set("Content-Length", strconv.Itoa(total))
 	}
 	w.WriteHeader(resp.StatusCode)
 	rc := http.NewResponseController(w)
 	first := true
 	for {
-		x.mu.Lock()
-		chunks, done, err := x.chunks, x.done, x.err
-		x.chunks = nil
-		x.mu.Unlock()
-
-		var n int
-		var werr error
-		for _, c := range chunks {
-			if werr == nil {
-				_, werr = w.Write((*c.buf)[:c.n])
-			}
-			n += c.n
-			p.dropBuf(c.buf)
-		}
-		x.mu.Lock()
-		if werr != nil {
-			x.abandonLocked()
-		} else {
-			x.pending -= n
-		}
-		x.mu.Unlock()
-		signal(x.space)
+		n, done, err, werr := x.sendChunks(w)
 		switch {
 		case werr != nil:
 			return // the client left; run finishes the worker's response
@@ -442,6 +443,34 @@ func (p *Proxy) relay(w http.ResponseWriter, r *http.Request, x *exchange) {
 			return
 		}
 	}
+}
+
+// sendChunks writes to the client what the worker has sent so far, and
+// gives its memory back. It returns the bytes taken, whether the worker
+// had finished when they were taken and with what error, and the client's
+// write error (the exchange is then abandoned).
+func (x *exchange) sendChunks(w http.ResponseWriter) (n int, done bool, err, werr error) {
+	x.mu.Lock()
+	chunks, done, err := x.chunks, x.done, x.err
+	x.chunks = nil
+	x.mu.Unlock()
+
+	for _, c := range chunks {
+		if werr == nil {
+			_, werr = w.Write((*c.buf)[:c.n])
+		}
+		n += c.n
+		x.p.dropBuf(c.buf)
+	}
+	x.mu.Lock()
+	if werr != nil {
+		x.abandonLocked()
+	} else {
+		x.pending -= n
+	}
+	x.mu.Unlock()
+	signal(x.space)
+	return n, done, err, werr
 }
 
 // bodyAllowed reports whether a response to method with status may carry

@@ -124,14 +124,14 @@ func fuzzOne(t *testing.T, raw []byte) {
 	g := newRig(t, proxy.Options{MaxBodyBytes: 4 << 10, Timeout: time.Second, HangGrace: time.Second},
 		admission.Options{QueueTimeout: time.Second})
 	wk := &fuzzWorker{bodies: make(map[int][][]byte)}
-	wl := g.net.listen("fuzzworker")
+	wl := g.net.Listen("fuzzworker")
 	wsrv := &http.Server{Handler: wk}
 	go wsrv.Serve(wl)
 	defer wsrv.Close()
 	g.p.Add(supervisor.Endpoint{ID: 1, Network: "tcp", Addr: "fuzzworker", Concurrency: 2})
 
 	front := &fuzzFront{p: g.p, bodies: make(map[int]*bytes.Buffer), read: make(map[int]bool)}
-	fl := g.net.listen("front")
+	fl := g.net.Listen("front")
 	fsrv := &http.Server{
 		Handler:           front,
 		ReadHeaderTimeout: time.Second,
@@ -143,7 +143,7 @@ func fuzzOne(t *testing.T, raw []byte) {
 	go fsrv.Serve(fl)
 	defer fsrv.Close()
 
-	conn, err := g.net.dial(context.Background(), "tcp", "front")
+	conn, err := g.net.Dial(context.Background(), "tcp", "front")
 	if err != nil {
 		t.Fatal(err)
 	}

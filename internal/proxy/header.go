@@ -12,11 +12,10 @@ import (
 	"github.com/sluicehq/sluice/internal/reqinfo"
 )
 
-// Headers sluice sends to workers so that priority and the remaining budget
-// propagate to the next hop.
+// The headers sluice's front adds to its answers. The request headers it
+// sends to workers so that priority and the remaining budget propagate to
+// the next hop are admission's (admission.HeaderPriority, HeaderTimeout).
 const (
-	HeaderPriority = "Sluice-Priority"
-	HeaderTimeout  = "Sluice-Timeout"
 	// HeaderFallback is set on a Fallback response to the error it replaced:
 	// shed, no-worker, timeout, bad-gateway (the worker failed or could
 	// not be reached) or worker-error (the worker answered 5xx, see
@@ -91,7 +90,7 @@ func outgoingHeader(r *http.Request, req admission.Request, trust Trust) http.He
 	if !trust.Peer || !trust.Proxy {
 		// Any spelling: a header map built in Go need not be canonical.
 		for k := range h {
-			if (!trust.Peer && hasPrefixFold(k, "Sluice-")) || (!trust.Proxy && isClientAddrHeader(k)) {
+			if (!trust.Peer && hasPrefixFold(k, admission.HeaderPrefix)) || (!trust.Proxy && isClientAddrHeader(k)) {
 				delete(h, k)
 			}
 		}
@@ -118,8 +117,8 @@ func outgoingHeader(r *http.Request, req admission.Request, trust Trust) http.He
 	if len(h["X-Forwarded-Host"]) == 0 {
 		set("X-Forwarded-Host", r.Host)
 	}
-	set(HeaderPriority, req.Priority.String())
-	delete(h, HeaderTimeout)
+	set(admission.HeaderPriority, req.Priority.String())
+	delete(h, admission.HeaderTimeout)
 	delete(h, "Expect") // the body has been read already: nothing to wait for
 	if _, ok := h["User-Agent"]; !ok {
 		set("User-Agent", "") // Go's transport then sends none of its own
@@ -164,10 +163,10 @@ func hasPrefixFold(s, prefix string) bool {
 // least 1); a negative budget (none) removes the header.
 func setBudget(h http.Header, budget time.Duration) {
 	if budget < 0 {
-		delete(h, HeaderTimeout)
+		delete(h, admission.HeaderTimeout)
 		return
 	}
-	h[HeaderTimeout] = []string{strconv.FormatInt(max(budget.Milliseconds(), 1), 10)}
+	h[admission.HeaderTimeout] = []string{strconv.FormatInt(max(budget.Milliseconds(), 1), 10)}
 }
 
 // copyResponseHeader copies the worker's end-to-end headers to dst.

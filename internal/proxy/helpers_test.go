@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -13,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -21,6 +19,7 @@ import (
 	"github.com/sluicehq/sluice/admission"
 	"github.com/sluicehq/sluice/internal/proxy"
 	"github.com/sluicehq/sluice/internal/supervisor"
+	"github.com/sluicehq/sluice/internal/testutil"
 	"github.com/sluicehq/sluice/limit"
 )
 
@@ -191,81 +190,10 @@ func (w *render) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	w.served.Add(1)
 }
 
-// memNet is an in-memory network of net.Pipe connections, for tests under
-// testing/synctest (a bubble cannot wait on real sockets).
-type memNet struct {
-	mu sync.Mutex
-	ls map[string]*memListener
-}
-
-type memAddr string
-
-func (a memAddr) Network() string { return "mem" }
-func (a memAddr) String() string  { return string(a) }
-
-type memListener struct {
-	n      *memNet
-	addr   string
-	conns  chan net.Conn
-	closed chan struct{}
-	once   sync.Once
-}
-
-func (n *memNet) listen(addr string) *memListener {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.ls == nil {
-		n.ls = make(map[string]*memListener)
-	}
-	l := &memListener{n: n, addr: addr, conns: make(chan net.Conn), closed: make(chan struct{})}
-	n.ls[addr] = l
-	return l
-}
-
-func (n *memNet) dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	n.mu.Lock()
-	l := n.ls[addr]
-	n.mu.Unlock()
-	refused := &net.OpError{Op: "dial", Net: network, Addr: memAddr(addr), Err: syscall.ECONNREFUSED}
-	if l == nil {
-		return nil, refused
-	}
-	c1, c2 := net.Pipe()
-	select {
-	case l.conns <- c2:
-		return c1, nil
-	case <-l.closed:
-		return nil, refused
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-func (l *memListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.conns:
-		return c, nil
-	case <-l.closed:
-		return nil, net.ErrClosed
-	}
-}
-
-func (l *memListener) Close() error {
-	l.once.Do(func() {
-		close(l.closed)
-		l.n.mu.Lock()
-		delete(l.n.ls, l.addr)
-		l.n.mu.Unlock()
-	})
-	return nil
-}
-
-func (l *memListener) Addr() net.Addr { return memAddr(l.addr) }
-
-// rig is a Proxy with workers on a memNet, for tests in a synctest bubble.
+// rig is a Proxy with workers on an in-memory network, for tests in a synctest bubble.
 type rig struct {
 	t       *testing.T
-	net     *memNet
+	net     *testutil.Network
 	c       *admission.Controller
 	p       *proxy.Proxy
 	workers map[int]*render
@@ -287,9 +215,9 @@ func newRig(t *testing.T, o proxy.Options, co admission.Options) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &rig{t: t, net: &memNet{}, c: c, workers: make(map[int]*render)}
+	g := &rig{t: t, net: &testutil.Network{}, c: c, workers: make(map[int]*render)}
 	o.Controller = c
-	o.Dial = g.net.dial
+	o.Dial = g.net.Dial
 	g.p, err = proxy.New(o)
 	if err != nil {
 		t.Fatal(err)
@@ -323,7 +251,7 @@ func (g *rig) addWorker(e supervisor.Endpoint) (*render, int) {
 	id := g.nextID
 	w := newRender("w" + strconv.Itoa(id))
 	addr := "worker" + strconv.Itoa(id)
-	l := g.net.listen(addr)
+	l := g.net.Listen(addr)
 	srv := &http.Server{Handler: w}
 	go srv.Serve(l)
 	g.t.Cleanup(func() { srv.Close() })

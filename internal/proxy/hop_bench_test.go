@@ -7,13 +7,12 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/sluicehq/sluice/admission"
 	"github.com/sluicehq/sluice/internal/proxy"
 	"github.com/sluicehq/sluice/internal/supervisor"
+	"github.com/sluicehq/sluice/internal/testutil"
 	"github.com/sluicehq/sluice/limit"
 )
 
@@ -25,23 +24,6 @@ import (
 // the connection to the worker, relay) and nothing else's.
 //
 //	go test ./internal/proxy -run '^$' -bench 'BenchmarkProxy' -count 6
-
-// processCPU returns the CPU time (user and system) the process has used.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// reportCPU reports the process's CPU time per op since start, as
-// cpu-ns/op: unlike ns/op it does not count time the machine's other
-// work took, and it counts every goroutine's work (the worker's side,
-// the canned worker's few microseconds, and the garbage collector's).
-func reportCPU(b *testing.B, start time.Duration) {
-	b.ReportMetric(float64(processCPU()-start)/float64(b.N), "cpu-ns/op")
-}
 
 // cannedWorker serves every request on every connection with resp, after
 // reading the request's header (no request here has a body). It allocates
@@ -149,7 +131,7 @@ func benchRequest(b *testing.B) *http.Request {
 
 // BenchmarkProxyServe is one proxied request, sequentially: admission,
 // dispatch to the worker over a kept-alive loopback connection, the
-// response read whole and relayed. json is the 250-byte answer,
+// response read whole and relayed. json is a typical 250-byte API answer,
 // html an 80 KB page.
 func BenchmarkProxyServe(b *testing.B) {
 	for _, bc := range []struct {
@@ -165,7 +147,7 @@ func BenchmarkProxyServe(b *testing.B) {
 			w := &discardWriter{h: make(http.Header)}
 			want := len(bc.resp) - bytes.Index(bc.resp, []byte("\r\n\r\n")) - 4
 			b.ReportAllocs()
-			cpu := processCPU()
+			cpu := testutil.ProcessCPU()
 			for b.Loop() {
 				w.reset()
 				p.ServeHTTP(w, r)
@@ -173,7 +155,7 @@ func BenchmarkProxyServe(b *testing.B) {
 					b.Fatalf("got %d with %d bytes, want 200 with %d", w.status, w.n, want)
 				}
 			}
-			reportCPU(b, cpu)
+			testutil.ReportCPU(b, cpu)
 		})
 	}
 }
@@ -210,7 +192,7 @@ func BenchmarkProxyShed(b *testing.B) {
 	r := benchRequest(b)
 	w := &discardWriter{h: make(http.Header)}
 	b.ReportAllocs()
-	cpu := processCPU()
+	cpu := testutil.ProcessCPU()
 	for b.Loop() {
 		w.reset()
 		p.ServeHTTP(w, r)
@@ -218,5 +200,5 @@ func BenchmarkProxyShed(b *testing.B) {
 			b.Fatalf("got %d, want 503", w.status)
 		}
 	}
-	reportCPU(b, cpu)
+	testutil.ReportCPU(b, cpu)
 }

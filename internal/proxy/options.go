@@ -183,44 +183,58 @@ type Fallback struct {
 	Props string
 }
 
-// Validate reports the first invalid field.
-func (o *Options) Validate() error {
+// Validate reports every invalid field of o, one error each (errors.Join),
+// naming the field and what it allows; nil means New accepts o. Every
+// field's zero value is valid but Controller's, which has no default: the
+// Proxy admits through the caller's queue.
+func (o Options) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("proxy: "+format, args...)) }
 	if o.Controller == nil {
-		return errors.New("proxy: Options.Controller is required")
+		bad("Options.Controller is required")
 	}
 	if o.PingPath != "" && !strings.HasPrefix(o.PingPath, "/") {
-		return fmt.Errorf("proxy: PingPath %q must start with /", o.PingPath)
+		bad("PingPath %q must start with /", o.PingPath)
 	}
 	for i, f := range o.Fallbacks {
 		if !strings.HasPrefix(f.PathPrefix, "/") {
-			return fmt.Errorf("proxy: Fallbacks[%d].PathPrefix %q must start with /", i, f.PathPrefix)
+			bad("Fallbacks[%d].PathPrefix %q must start with /", i, f.PathPrefix)
 		}
 		if f.Status != 0 && (f.Status < 200 || f.Status > 599) {
-			return fmt.Errorf("proxy: Fallbacks[%d].Status %d is outside 200..599", i, f.Status)
+			bad("Fallbacks[%d].Status %d is outside 200..599 (0 means 200)", i, f.Status)
 		}
 		if err := ValidateProps(f.Props); err != nil {
-			return fmt.Errorf("proxy: Fallbacks[%d].Props: %w", i, err)
+			bad("Fallbacks[%d].Props: %w", i, err)
 		}
 	}
 	if o.MaxBufferedBytes < 0 {
-		return fmt.Errorf("proxy: MaxBufferedBytes %d is negative", o.MaxBufferedBytes)
+		bad("MaxBufferedBytes %d is negative (0 means the default)", o.MaxBufferedBytes)
 	}
 	if o.MaxUpgrades < 0 {
-		return fmt.Errorf("proxy: MaxUpgrades %d is negative", o.MaxUpgrades)
+		bad("MaxUpgrades %d is negative (0 means the default)", o.MaxUpgrades)
 	}
 	if o.MaxIdleConnsPerWorker < 0 {
-		return fmt.Errorf("proxy: MaxIdleConnsPerWorker %d is negative", o.MaxIdleConnsPerWorker)
+		bad("MaxIdleConnsPerWorker %d is negative (0 means the worker's concurrency)", o.MaxIdleConnsPerWorker)
 	}
-	if w := o.WorkerLimit; !(w.MaxSaturation >= 0 && w.MaxSaturation <= 1) || w.Window < 0 {
-		return fmt.Errorf("proxy: WorkerLimit.MaxSaturation %v must be in (0, 1] and Window %v not negative", w.MaxSaturation, w.Window)
+	if w := o.WorkerLimit; !(w.MaxSaturation >= 0 && w.MaxSaturation <= 1) {
+		bad("WorkerLimit.MaxSaturation %v must be in (0, 1] (0 means the default)", w.MaxSaturation)
 	}
-	if o.DialTimeout < 0 || o.IdleConnTimeout < 0 || o.SlowStart < 0 {
-		return errors.New("proxy: DialTimeout, IdleConnTimeout and SlowStart must not be negative")
+	if o.WorkerLimit.Window < 0 {
+		bad("WorkerLimit.Window %v is negative (0 means the default)", o.WorkerLimit.Window)
 	}
-	return nil
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"DialTimeout", o.DialTimeout}, {"IdleConnTimeout", o.IdleConnTimeout}, {"SlowStart", o.SlowStart}} {
+		if d.v < 0 {
+			bad("%s %v is negative (0 means the default)", d.name, d.v)
+		}
+	}
+	return errors.Join(errs...)
 }
 
-func (o *Options) setDefaults() {
+// withDefaults returns o with every zero field replaced by its default.
+func (o Options) withDefaults() Options {
 	if o.PingPath == "" {
 		o.PingPath = DefaultPingPath
 	}
@@ -266,6 +280,7 @@ func (o *Options) setDefaults() {
 		copy(fbs, o.Fallbacks)
 		o.SelectFallback = func(r *http.Request) *Fallback { return longestPrefix(fbs, r.URL.Path) }
 	}
+	return o
 }
 
 // longestPrefix returns the fallback whose PathPrefix is the longest prefix

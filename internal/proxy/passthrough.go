@@ -3,6 +3,7 @@ package proxy
 import (
 	"net/http"
 	"slices"
+	"strconv"
 )
 
 // What a worker's response carries besides its status, header and body,
@@ -91,7 +92,7 @@ func (p *Proxy) workerErrorFallback(w http.ResponseWriter, r *http.Request, x *e
 	}
 	x.chunks, x.pending = nil, 0
 	x.mu.Unlock()
-	status := itoa(x.resp.StatusCode)
+	status := strconv.Itoa(x.resp.StatusCode)
 	p.serveFallback(w, r, f, "worker-error", func(h http.Header) { h.Set(HeaderWorkerStatus, status) })
 	return true
 }

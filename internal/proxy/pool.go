@@ -136,17 +136,16 @@ func (p *pool) pickLocked(now time.Time, exclude []int) *endpoint {
 
 // take returns an endpoint with a slot taken for the caller, which must
 // give it back with release. It fails with errNoWorker when no endpoint
-// outside exclude is routable. When every slot is busy it fails with
-// errNoWorker too, unless wait is set: it then waits in FIFO order for up to
-// bound (forever when bound <= 0) and fails with errNoSlot, or ctx.Err()
-// when ctx is done first.
-func (p *pool) take(ctx context.Context, now time.Time, exclude []int, wait bool, bound time.Duration) (*endpoint, error) {
+// outside exclude is routable. When every slot is busy it waits in FIFO
+// order for up to bound (forever when bound <= 0) and fails with
+// errNoSlot, or ctx.Err() when ctx is done first.
+func (p *pool) take(ctx context.Context, now time.Time, exclude []int, bound time.Duration) (*endpoint, error) {
 	p.mu.Lock()
 	if e := p.pickLocked(now, exclude); e != nil {
 		p.mu.Unlock()
 		return e, nil
 	}
-	if !wait || !p.candidateLocked(now, exclude) {
+	if !p.candidateLocked(now, exclude) {
 		p.mu.Unlock()
 		return nil, errNoWorker
 	}

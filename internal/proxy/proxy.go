@@ -69,7 +69,7 @@ func New(o Options) (*Proxy, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	o.setDefaults()
+	o = o.withDefaults()
 	p := &Proxy{o: o, c: o.Controller, log: o.Logger}
 	p.mem.max = o.MaxBufferedBytes
 	p.bufs.New = func() any { b := make([]byte, bufSize); return &b }
@@ -183,13 +183,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer body.release()
 	info := reqinfo.From(r.Context()) // nil unless the caller reports requests
-	var queued time.Time
 	if info != nil {
-		queued = time.Now()
+		info.Queued = time.Now()
 	}
 	permit, err := p.c.Acquire(r.Context(), req)
 	if info != nil {
-		info.QueueWait = time.Since(queued)
+		info.QueueWait = time.Since(info.Queued)
 	}
 	if err != nil {
 		if reason, ok := admission.ShedReason(err); ok {
@@ -249,39 +248,8 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, req admission.Re
 	tried := triedBuf[:0]
 	var lastErr error
 	for attempt := 0; ; attempt++ {
-		if ctx.Err() != nil {
-			permit.Release()
-			p.neverDispatched.Add(1)
-			return
-		}
-		now := time.Now()
-		budget := p.o.Timeout // negative: none
-		if !req.Deadline.IsZero() {
-			if budget = req.Deadline.Sub(now); budget <= 0 {
-				permit.Release()
-				p.timeout(w, r)
-				return
-			}
-		}
-		// Every attempt may wait for a slot within the budget: a retry
-		// must not fail only because the other workers are busy.
-		ep, err := p.pool.take(ctx, now, tried, true, budget)
-		if err != nil {
-			permit.Release()
-			switch {
-			case ctx.Err() != nil:
-				p.neverDispatched.Add(1)
-			case attempt > 0:
-				p.fail(w, r, lastErr)
-			default:
-				p.noWorkerError(w, r)
-			}
-			return
-		}
-		if ctx.Err() != nil {
-			p.pool.release(ep)
-			permit.Release()
-			p.neverDispatched.Add(1)
+		ep, budget, ok := p.takeSlot(w, r, req, permit, tried, lastErr)
+		if !ok {
 			return
 		}
 		if attempt > 0 {
@@ -291,7 +259,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, req admission.Re
 		x := p.dispatch(r, ep, hdr, b, permit, budget)
 		o := x.await(ctx, w, budget)
 		if info != nil {
-			info.Worker, info.WorkerTime = ep.ID, time.Since(x.start)
+			info.Worker, info.Dispatched, info.WorkerTime = ep.ID, x.start, time.Since(x.start)
 		}
 		switch o {
 		case outcomeRelay:
@@ -305,25 +273,80 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, req admission.Re
 		}
 		lastErr = x.err
 		tried = append(tried, ep.ID)
-		dialErr := isDialError(lastErr)
-		if dialErr {
-			p.pool.unreachable(ep, time.Now())
-		}
-		if x.call.wasSent() {
-			// The worker may have acted on it, or died of it: never a
-			// second worker (see sent.go).
-			permit.Release()
-			p.fail(w, r, lastErr)
+		if !p.mayRetry(w, r, ep, x, permit) {
 			return
 		}
-		if dialErr {
-			p.log.Warn("proxy: worker unreachable; trying another", slog.Int("worker", ep.ID), slog.Any("error", lastErr))
-		} else {
-			p.retries.Add(1)
-			p.log.Warn("proxy: request not written to its worker; trying another", slog.Int("worker", ep.ID),
-				slog.String("path", r.URL.Path), slog.Any("error", lastErr))
+	}
+}
+
+// takeSlot returns a worker outside tried with a slot taken for the next
+// attempt at r, and the attempt's budget (negative: none). When it cannot,
+// it gives back permit, answers the client (unless it has gone: the
+// budget spent, no worker, or lastErr, the failure of the last worker
+// tried) and returns false. Every attempt may wait for a slot within the
+// budget: a retry must not fail only because the other workers are busy.
+func (p *Proxy) takeSlot(w http.ResponseWriter, r *http.Request, req admission.Request, permit admission.Permit, tried []int, lastErr error) (*endpoint, time.Duration, bool) {
+	ctx := r.Context()
+	if ctx.Err() != nil {
+		permit.Release()
+		p.neverDispatched.Add(1)
+		return nil, 0, false
+	}
+	now := time.Now()
+	budget := p.o.Timeout // negative: none
+	if !req.Deadline.IsZero() {
+		if budget = req.Deadline.Sub(now); budget <= 0 {
+			permit.Release()
+			p.timeout(w, r)
+			return nil, 0, false
 		}
 	}
+	ep, err := p.pool.take(ctx, now, tried, budget)
+	if err != nil {
+		permit.Release()
+		switch {
+		case ctx.Err() != nil:
+			p.neverDispatched.Add(1)
+		case len(tried) > 0:
+			p.fail(w, r, lastErr)
+		default:
+			p.noWorkerError(w, r)
+		}
+		return nil, 0, false
+	}
+	if ctx.Err() != nil {
+		p.pool.release(ep)
+		permit.Release()
+		p.neverDispatched.Add(1)
+		return nil, 0, false
+	}
+	return ep, budget, true
+}
+
+// mayRetry reports whether the request x failed on at ep may go to
+// another worker: only when none of it was written to ep. Otherwise it
+// gives back permit, answers the client with the failure and returns
+// false.
+func (p *Proxy) mayRetry(w http.ResponseWriter, r *http.Request, ep *endpoint, x *exchange, permit admission.Permit) bool {
+	dialErr := isDialError(x.err)
+	if dialErr {
+		p.pool.unreachable(ep, time.Now())
+	}
+	if x.call.wasSent() {
+		// The worker may have acted on it, or died of it: never a
+		// second worker (see sent.go).
+		permit.Release()
+		p.fail(w, r, x.err)
+		return false
+	}
+	if dialErr {
+		p.log.Warn("proxy: worker unreachable; trying another", slog.Int("worker", ep.ID), slog.Any("error", x.err))
+	} else {
+		p.retries.Add(1)
+		p.log.Warn("proxy: request not written to its worker; trying another", slog.Int("worker", ep.ID),
+			slog.String("path", r.URL.Path), slog.Any("error", x.err))
+	}
+	return true
 }
 
 // dispatch starts the exchange of one attempt on ep, whose slot is taken.
@@ -380,10 +403,10 @@ func isDialError(err error) bool {
 
 // shed answers a request the Controller refused.
 func (p *Proxy) shed(w http.ResponseWriter, r *http.Request, reason admission.Reason) {
-	if p.fallback(w, r, "shed", func(h http.Header) { h.Set("Sluice-Shed", reason.String()) }) {
+	if p.fallback(w, r, "shed", func(h http.Header) { h.Set(admission.HeaderShed, reason.String()) }) {
 		return
 	}
-	admission.WriteShed(w, reason, p.c.RetryAfter(reason))
+	admission.WriteShed(w, reason, p.c.RetryAfter())
 }
 
 func (p *Proxy) noWorkerError(w http.ResponseWriter, r *http.Request) {
@@ -435,7 +458,7 @@ func (p *Proxy) serveFallback(w http.ResponseWriter, r *http.Request, f *Fallbac
 		ct = "text/html; charset=utf-8"
 	}
 	h.Set("Content-Type", ct)
-	h.Set("Content-Length", itoa(len(body)))
+	h.Set("Content-Length", strconv.Itoa(len(body)))
 	h.Set("Cache-Control", "no-store")
 	h.Set(HeaderFallback, kind)
 	if decorate != nil {
@@ -456,5 +479,3 @@ func plain(w http.ResponseWriter, code int, body string) {
 	w.WriteHeader(code)
 	_, _ = io.WriteString(w, body)
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }

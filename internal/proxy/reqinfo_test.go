@@ -12,6 +12,7 @@ import (
 	"github.com/sluicehq/sluice/admission"
 	"github.com/sluicehq/sluice/internal/proxy"
 	"github.com/sluicehq/sluice/internal/reqinfo"
+	"github.com/sluicehq/sluice/internal/testutil"
 )
 
 // The proxy fills in the request's Info where it learns each part, and
@@ -37,6 +38,9 @@ func TestRequestInfo(t *testing.T) {
 		}
 		if info.QueueWait != 2*time.Second {
 			t.Errorf("got queue wait %v, want 2s", info.QueueWait)
+		}
+		if !info.Queued.Equal(received) || !info.Dispatched.Equal(received.Add(2*time.Second)) {
+			t.Errorf("got queued at %v, dispatched at %v; want %v and 2s later", info.Queued, info.Dispatched, received)
 		}
 		if info.Worker != id || info.WorkerTime < 35*time.Millisecond || info.WorkerTime > 36*time.Millisecond {
 			t.Errorf("got worker %d for %v, want %d for 35ms", info.Worker, info.WorkerTime, id)
@@ -115,7 +119,7 @@ func BenchmarkProxyServeInfo(b *testing.B) {
 			}
 			w := &discardWriter{h: make(http.Header)}
 			b.ReportAllocs()
-			cpu := processCPU()
+			cpu := testutil.ProcessCPU()
 			for b.Loop() {
 				w.reset()
 				rr := r
@@ -128,7 +132,7 @@ func BenchmarkProxyServeInfo(b *testing.B) {
 					b.Fatalf("got %d, want 200", w.status)
 				}
 			}
-			reportCPU(b, cpu)
+			testutil.ReportCPU(b, cpu)
 		})
 	}
 }

@@ -17,8 +17,8 @@ const HeaderSaturation = "Sluice-Saturation"
 // endpoints (supervisor.Endpoint.Adaptive). The zero value is usable.
 type WorkerLimit struct {
 	// MaxSaturation is the reported saturation at or above which a
-	// worker's limit backs off, in (0, 1]. Zero means 0.95, the seed's
-	// eluMax.
+	// worker's limit backs off, in (0, 1]. Zero means 0.95: an event loop
+	// busy 95% of the time has no room left for a burst.
 	MaxSaturation float64
 	// Window is how often each worker's limit is reconsidered. Zero
 	// means DefaultWorkerLimitWindow.
@@ -27,7 +27,7 @@ type WorkerLimit struct {
 
 // DefaultWorkerLimitWindow is WorkerLimit.Window's default: short enough
 // that a worker whose renders become twice as slow is followed within a
-// second or two (ten windows of the seed's 10% back-off halve a limit),
+// second or two (ten windows of the 10% back-off halve a limit),
 // long enough that one window sees a few renders.
 const DefaultWorkerLimitWindow = 100 * time.Millisecond
 
@@ -57,8 +57,8 @@ const (
 // its responses say. Pure: time is a parameter; not safe for concurrent
 // use (the pool calls it under its mutex).
 //
-// When the worker reports its saturation (HeaderSaturation), the seed's
-// AIMD rule applies once per window, with s the mean of the window's
+// When the worker reports its saturation (HeaderSaturation), an AIMD rule
+// (limit.AIMD's, with the guards below) applies once per window, with s the mean of the window's
 // reports and L the limit:
 //
 //	rtt > 3 x baseline and peak >= L/2:  L = max(1, min(floor(0.9 L), floor(L x 2 x baseline / rtt)))
@@ -73,7 +73,7 @@ const (
 // single-threaded CPU-bound worker uses its loop for as long as it holds a
 // request (s ~ occupancy), so it stays at 1, where a request never waits
 // inside the worker; an async worker whose requests mostly await I/O
-// grows until its loop is saturated. The seed's rule alone grows every
+// grows until its loop is saturated. Plain AIMD alone grows every
 // limit that is reached and not yet saturated, which under light load
 // drifts a CPU-bound worker to its maximum and leaves a surge to be
 // queued inside it. The limit does not grow when it is not reached.

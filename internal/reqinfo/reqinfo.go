@@ -40,8 +40,16 @@ type Info struct {
 	ID string
 	// Start is when sluice received the request.
 	Start time.Time
+	// Queued is when the request began to wait for admission (after its
+	// body was read, in front mode); zero until then. A tracing span of
+	// the wait starts here, not at Start.
+	Queued time.Time
 	// QueueWait is the time the request waited for admission.
 	QueueWait time.Duration
+	// Dispatched is when the request was sent to the worker named by
+	// Worker, its last; zero until then. The worker's span starts here
+	// and lasts WorkerTime.
+	Dispatched time.Time
 	// WorkerTime is the time from dispatch to the worker's response: the
 	// whole of it when buffered, its headers and first bytes when streamed.
 	WorkerTime time.Duration
@@ -122,8 +130,34 @@ func From(ctx context.Context) *Info {
 	return i
 }
 
-// Traceparent returns the traceparent New generated, or "".
+// Traceparent returns the traceparent New generated or SetTraceparent
+// set, or "".
 func (i *Info) Traceparent() string { return i.tpv[0] }
+
+// SetTraceparent makes tp the traceparent sent to the worker in place of
+// the client's (a tracing front puts its own span there, so that the
+// worker's spans are its children) and its trace id the request's. It
+// reports whether tp is a valid traceparent; an invalid one changes
+// nothing.
+func (i *Info) SetTraceparent(tp string) bool {
+	t, ok := TraceID(tp)
+	if ok {
+		i.tpv[0], i.TraceID = tp, t
+	}
+	return ok
+}
+
+// SetID makes id the request's ID, as New would have: for a handler that
+// finds an Info made before it knew whether the peer's X-Request-Id is to
+// be believed. It reports whether id was taken: one that is empty, too
+// long or not visible ASCII changes nothing.
+func (i *Info) SetID(id string) bool {
+	if !validID(id) {
+		return false
+	}
+	i.ID, i.idv[0] = id, id
+	return true
+}
 
 // SetRequestHeaders sets, on h, the header of a request to a worker: the
 // request's ID, the time sluice received it, and the traceparent it was

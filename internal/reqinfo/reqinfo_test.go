@@ -171,3 +171,49 @@ func BenchmarkNew(b *testing.B) {
 		i.SetRequestHeaders(h)
 	}
 }
+
+// A tracing front sends the worker its own span as the parent, in place of
+// the client's traceparent.
+func TestSetTraceparent(t *testing.T) {
+	const client = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	const own = "00-4bf92f3577b34da6a3ce929d0e0e4736-b7ad6b7169203331-01"
+	_, i := reqinfo.New(context.Background(), time.Now(), "", client, false)
+	if i.SetTraceparent("00-zz") || i.Traceparent() != "" {
+		t.Fatalf("an invalid traceparent was taken: %q", i.Traceparent())
+	}
+	if !i.SetTraceparent(own) {
+		t.Fatal("a valid traceparent was refused")
+	}
+	h := http.Header{"Traceparent": {client}}
+	i.SetRequestHeaders(h)
+	if got := h.Get("Traceparent"); got != own || i.TraceID != "4bf92f3577b34da6a3ce929d0e0e4736" {
+		t.Errorf("worker gets traceparent %q, trace id %q; want %q and its trace id", got, i.TraceID, own)
+	}
+	_, j := reqinfo.New(context.Background(), time.Now(), "", "", false)
+	j.SetTraceparent("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00")
+	if j.TraceID != "0af7651916cd43dd8448eb211c80319c" {
+		t.Errorf("got trace id %q, want the set traceparent's", j.TraceID)
+	}
+}
+
+// An Info made before trust was known takes the trusted peer's ID later,
+// on the response header already set too.
+func TestSetID(t *testing.T) {
+	_, i := reqinfo.New(context.Background(), time.Now(), "", "", false)
+	resp := http.Header{}
+	i.SetResponseHeader(resp)
+	generated := i.ID
+	for _, bad := range []string{"", "a b", strings.Repeat("a", 129)} {
+		if i.SetID(bad) || i.ID != generated {
+			t.Errorf("SetID(%q) took it: ID %q", bad, i.ID)
+		}
+	}
+	if !i.SetID("req-7") || i.ID != "req-7" {
+		t.Fatalf("got ID %q, want req-7", i.ID)
+	}
+	h := http.Header{}
+	i.SetRequestHeaders(h)
+	if h.Get("X-Request-Id") != "req-7" || resp.Get("X-Request-Id") != "req-7" {
+		t.Errorf("worker got %q, client gets %q; want req-7 both", h.Get("X-Request-Id"), resp.Get("X-Request-Id"))
+	}
+}

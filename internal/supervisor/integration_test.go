@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/supervisor"
+	"github.com/sluicehq/sluice/internal/testutil"
 )
 
 // Integration tests: real processes (the test binary as worker, see
@@ -25,28 +27,10 @@ import (
 
 const eventWait = 20 * time.Second // generous: the machine is shared and noisy
 
-// syncBuffer is a bytes.Buffer safe for concurrent use.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 type realRun struct {
 	sup    *supervisor.Supervisor
 	bal    *testBalancer
-	out    *syncBuffer
+	out    *testutil.Buffer
 	cancel context.CancelFunc
 	runErr chan error
 }
@@ -58,7 +42,7 @@ func runReal(t *testing.T, o supervisor.Options) *realRun {
 	if runtime.GOOS == "windows" {
 		t.Skip("worker processes need a unix system")
 	}
-	r := &realRun{bal: newTestBalancer(), out: &syncBuffer{}, runErr: make(chan error, 1)}
+	r := &realRun{bal: newTestBalancer(), out: &testutil.Buffer{}, runErr: make(chan error, 1)}
 	o.Command = []string{os.Args[0]}
 	if o.Env == nil {
 		o.Env = workerEnv()
@@ -120,7 +104,7 @@ func gone(pid int) bool {
 	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
 		return true
 	}
-	stat, err := os.ReadFile(filepath.Join("/proc", itoa(pid), "stat"))
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
 	if err != nil {
 		return os.IsNotExist(err)
 	}
@@ -140,8 +124,6 @@ func awaitGone(t *testing.T, pid int, d time.Duration) {
 		time.Sleep(10 * time.Millisecond) // polling a process we do not own: nothing to wait on
 	}
 }
-
-func itoa(n int) string { return strconvItoa(n) }
 
 func workerByID(sup *supervisor.Supervisor, id int) supervisor.WorkerInfo {
 	for _, w := range sup.Stats().Workers {
@@ -163,7 +145,7 @@ func TestRealWorkersStartAndServe(t *testing.T) {
 		r.bal.mu.Lock()
 		e := r.bal.eps[id].Endpoint
 		r.bal.mu.Unlock()
-		if got, want := get(t, e, "/"), "worker "+itoa(id); got != want {
+		if got, want := get(t, e, "/"), "worker "+strconv.Itoa(id); got != want {
 			t.Errorf("worker %d answered %q, want %q", id, got, want)
 		}
 		if w := workerByID(r.sup, id); w.PID <= 0 || w.State != supervisor.StateReady || !strings.HasPrefix(w.Addr, "127.0.0.1:") {
@@ -315,7 +297,7 @@ func TestRealShutdownLeavesNoProcess(t *testing.T) {
 }
 
 // childPIDs waits for n "child PID" lines in out.
-func childPIDs(t *testing.T, out *syncBuffer, n int) []int {
+func childPIDs(t *testing.T, out *testutil.Buffer, n int) []int {
 	t.Helper()
 	deadline := time.Now().Add(eventWait)
 	for {

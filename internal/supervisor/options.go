@@ -21,6 +21,10 @@ const (
 	UnixMode AddressMode = "unix"
 )
 
+// HeaderWarmup is set (to "1") on warm-up requests, so that a worker can
+// tell them from traffic: keep them out of its metrics, say.
+const HeaderWarmup = "Sluice-Warmup"
+
 // Defaults applied by New to zero fields of Options.
 const (
 	DefaultStartTimeout    = 30 * time.Second
@@ -33,7 +37,10 @@ const (
 	DefaultCrashLoopWindow = 60 * time.Second
 	DefaultStopTimeout     = 10 * time.Second
 	// DefaultCrashLoopExitsPerWorker times Count is the default
-	// CrashLoopExits, as in the seed's cluster mode (CPUs x 5 in 60 s).
+	// CrashLoopExits: five exits per worker within a minute is a pattern
+	// (a bad deploy, a missing dependency), not bad luck, and restarting
+	// faster only burns CPU. (The Node.js server whose settings sluice.yaml
+	// takes over used the same CPUs x 5 in 60 s in its cluster mode.)
 	DefaultCrashLoopExitsPerWorker = 5
 )
 
@@ -82,8 +89,8 @@ type Options struct {
 	// full load. Zero means none. The answers' status codes are only
 	// logged; a request that fails at the transport level fails the start.
 	WarmupRequests int
-	// WarmupPath is the path warm-up requests go to (with header
-	// "Sluice-Warmup: 1"). Empty means DefaultWarmupPath.
+	// WarmupPath is the path warm-up requests go to (with HeaderWarmup:
+	// 1). Empty means DefaultWarmupPath.
 	WarmupPath string
 
 	// BackoffMin and BackoffMax bound the delay before restarting a worker

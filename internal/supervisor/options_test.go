@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"errors"
 	"runtime"
 	"strings"
 	"testing"
@@ -38,6 +39,46 @@ func TestOptionsValidate(t *testing.T) {
 				t.Errorf("Validate: got %v, want an error containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// Every wrong field is reported at once, each by name, so that a caller
+// fixes them in one pass.
+func TestValidateReportsEveryField(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		err    error
+		fields []string
+	}{
+		{"Options", Options{
+			Count: -1, Concurrency: -1, Env: []string{"X"}, AddressMode: "pipe", ReadyPath: "r", WarmupPath: "w",
+			WarmupRequests: -1, ReadyInterval: -1, StartTimeout: -1, BackoffMin: time.Hour, BackoffMax: -1,
+			StableAfter: -1, CrashLoopWindow: -1, StopTimeout: -1, BackoffJitter: 2,
+		}.Validate(), []string{"Command", "Count", "Concurrency", "Env", "AddressMode", "ReadyPath", "WarmupPath",
+			"WarmupRequests", "ReadyInterval", "StartTimeout", "BackoffMax", "StableAfter", "CrashLoopWindow",
+			"StopTimeout", "BackoffMin", "BackoffJitter"}},
+		{"StaticOptions", StaticOptions{
+			Upstreams:  []Endpoint{{ID: 1, Network: "udp", Concurrency: -1}, {ID: 1, Addr: "b"}},
+			HealthPath: "h", Interval: -1, Timeout: -1, Fall: -1, Rise: -1,
+		}.Validate(), []string{"Upstreams[0]: Network", "Upstreams[0]: Addr", "Upstreams[0]: Concurrency",
+			"Upstreams[1]: ID", "HealthPath", "Interval", "Timeout", "Fall", "Rise"}},
+		{"Command", Command{Env: []string{"X", "=y"}}.Validate(), []string{"Command", `Env entry "X"`, `Env entry "=y"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var joined interface{ Unwrap() []error }
+			if !errors.As(tc.err, &joined) || len(joined.Unwrap()) != len(tc.fields) {
+				t.Fatalf("got %v, want %d joined errors", tc.err, len(tc.fields))
+			}
+			for i, e := range joined.Unwrap() {
+				if want := "supervisor: " + tc.fields[i]; !strings.HasPrefix(e.Error(), want) {
+					t.Errorf("error %d: got %q, want it to begin %q", i, e, want)
+				}
+			}
+		})
+	}
+	// The zero value of every field but the required ones is valid.
+	if err := (StaticOptions{Upstreams: []Endpoint{{Addr: "127.0.0.1:1"}}}).Validate(); err != nil {
+		t.Errorf("StaticOptions with one address: got %v, want valid", err)
 	}
 }
 

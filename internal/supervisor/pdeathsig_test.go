@@ -16,8 +16,6 @@ import (
 	"github.com/sluicehq/sluice/internal/supervisor"
 )
 
-func strconvItoa(n int) string { return strconv.Itoa(n) }
-
 func atoi(s string) int {
 	n, _ := strconv.Atoi(strings.TrimSpace(s))
 	return n

@@ -117,52 +117,16 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		s.mu.Unlock()
 		return ErrStopped
 	}
-	if s.opts.AddressMode == UnixMode {
-		dir, err := os.MkdirTemp("", "sluice-")
-		if err != nil {
-			s.closeLocked()
-			s.mu.Unlock()
-			return fmt.Errorf("supervisor: socket directory: %w", err)
-		}
-		s.dir = dir
-	}
-	if s.opts.Guard != "" {
-		r, w, err := os.Pipe()
-		if err != nil {
-			s.closeLocked()
-			s.mu.Unlock()
-			return fmt.Errorf("supervisor: guard lifeline: %w", err)
-		}
-		s.lifeline, s.lifeKeep = r, w
-	}
-	s.sp = newSpawner()
-	s.slots = make([]slot, s.opts.Count)
-	for i := range s.slots {
-		w := s.newWorkerLocked(i)
-		s.slots[i].current = w
-		s.wg.Add(1)
-		go s.live(w)
+	if err := s.startLocked(); err != nil {
+		s.closeLocked()
+		s.mu.Unlock()
+		return err
 	}
 	command := s.opts.Command
 	s.mu.Unlock()
 	s.log.Info("supervisor started", "workers", s.opts.Count, "command", command, "mode", s.opts.AddressMode)
 
-	select {
-	case <-ctx.Done():
-		s.stopAll()
-	case <-s.quit:
-		// Shutdown is stopping the workers; ctx may still cut it short.
-		reaped := make(chan struct{})
-		go func() {
-			s.wg.Wait()
-			close(reaped)
-		}()
-		select {
-		case <-reaped:
-		case <-ctx.Done():
-			s.stopAll()
-		}
-	}
+	s.awaitStop(ctx)
 	s.wg.Wait()
 	s.sp.stop()
 	if s.lifeKeep != nil {
@@ -176,6 +140,55 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	}
 	s.log.Info("supervisor stopped")
 	return nil
+}
+
+// startLocked makes what the workers share (the sockets' directory, the
+// guards' lifeline, the spawner) and starts a worker in every slot.
+// REQUIRES s.mu held.
+func (s *Supervisor) startLocked() error {
+	if s.opts.AddressMode == UnixMode {
+		dir, err := os.MkdirTemp("", "sluice-")
+		if err != nil {
+			return fmt.Errorf("supervisor: socket directory: %w", err)
+		}
+		s.dir = dir
+	}
+	if s.opts.Guard != "" {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return fmt.Errorf("supervisor: guard lifeline: %w", err)
+		}
+		s.lifeline, s.lifeKeep = r, w
+	}
+	s.sp = newSpawner()
+	s.slots = make([]slot, s.opts.Count)
+	for i := range s.slots {
+		w := s.newWorkerLocked(i)
+		s.slots[i].current = w
+		s.wg.Add(1)
+		go s.live(w)
+	}
+	return nil
+}
+
+// awaitStop returns when the workers are to stop: at once when ctx is
+// done, or when Shutdown has stopped them (ctx may still cut that short).
+func (s *Supervisor) awaitStop(ctx context.Context) {
+	select {
+	case <-ctx.Done():
+		s.stopAll()
+	case <-s.quit:
+		reaped := make(chan struct{})
+		go func() {
+			s.wg.Wait()
+			close(reaped)
+		}()
+		select {
+		case <-reaped:
+		case <-ctx.Done():
+			s.stopAll()
+		}
+	}
 }
 
 // stopAll stops every worker without draining and returns when all have

@@ -245,7 +245,7 @@ func (s *Supervisor) warmUp(ctx context.Context, w *worker) error {
 	s.mu.Lock()
 	w.state = StateWarming
 	s.mu.Unlock()
-	h := http.Header{"Sluice-Warmup": {"1"}}
+	h := http.Header{HeaderWarmup: {"1"}}
 	failed, last := 0, 0
 	for i := range n {
 		code, err := s.env.get(ctx, w.ep, s.opts.WarmupPath, h)

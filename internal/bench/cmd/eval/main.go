@@ -54,143 +54,87 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	return suite(ctx, args, stderr)
 }
 
-func suite(ctx context.Context, args []string, stderr io.Writer) int {
+// evalFlags are the suite's flags: most go straight into the suite's
+// options, the lists are read from their text by parseLists.
+type evalFlags struct {
+	o          bench.Options
+	scenarios  string
+	setups     string
+	keepAlive  string
+	nodeSetups string
+	rewrite    bool
+}
+
+// newSuiteFlagSet returns the flag table of the suite, its values parsed
+// into f.
+func newSuiteFlagSet(stderr io.Writer) (*flag.FlagSet, *evalFlags) {
 	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	out := fs.String("out", "docs/bench", "directory for the results (JSON, SVG, Markdown)")
-	work := fs.String("work", "", "directory for configs and process logs (default: a new temporary directory)")
-	scenarios := fs.String("scenarios", strings.Join(bench.Scenarios(), ","), "comma-separated scenarios to run")
-	setups := fs.String("setups", "", "comma-separated setups (default: all of "+strings.Join(bench.AllSetups(), ",")+"; the diagnostic sluice-no-codel only when named)")
-	sluiceBin := fs.String("sluice", "", "sluice binary (default: go build ./cmd/sluice into the work directory)")
-	nginxBin := fs.String("nginx", "/usr/sbin/nginx", "nginx binary; empty skips the nginx -> HAProxy setups")
-	haproxyBin := fs.String("haproxy", "/usr/sbin/haproxy", "haproxy binary; empty skips the nginx -> HAProxy setups")
-	phase := fs.Duration("phase", 10*time.Second, "length of a constant-load phase")
-	units := fs.Float64("units", 0, "demo work calibration in units per ms (default: calibrate now)")
-	keepAlive := fs.String("keepalive", "on,off", "client keep-alive modes to run: on, off or on,off")
-	repeats := fs.Int("repeats", 3, "runs of the repeated point (4x, keep-alive off)")
-	drain := fs.Duration("drain-bound", 30*time.Second, "longest wait for the workers to finish after a run before restarting them")
-	capTime := fs.Duration("capacity-time", 5*time.Second, "length of one capacity measurement")
-	maxOthers := fs.Float64("max-others", 0.25, "cores the rest of the machine may use during a run before it is run again; negative: no check")
-	noisyRetries := fs.Int("noisy-retries", 1, "how many times a noisy run is run again (-1: never)")
-	quietWait := fs.Duration("quiet-wait", 30*time.Second, "longest wait before a run for the rest of the machine to be quiet")
-	nodeBin := fs.String("node", "node", "node binary of the Node.js scenarios ("+bench.ScenarioNodeReact+", "+bench.ScenarioNodeAsync+")")
-	nodeWorker := fs.String("node-worker", bench.DefaultNodeWorker, "the Node.js scenarios' worker script (its npm ci done)")
-	nodeReactItems := fs.Int("node-react-items", bench.NodeReactItems, "listing cards of "+bench.ScenarioNodeReact+"'s page; 200 or -1: the example's whole page")
-	nodeSetups := fs.String("node-setups", strings.Join(bench.NodeSetupFamilies(), ","), "comma-separated setup families of the Node.js scenarios")
-	hopRate := fs.Float64("hop-rate", bench.HopCPURate, "scenario "+bench.ScenarioHopCPU+": the fixed offered rate, requests per second")
-	hopBaseline := fs.String("hop-baseline", "", "scenario "+bench.ScenarioHopCPU+": a second sluice binary measured beside -sluice (setup "+bench.HopBaseline+"), for a before/after in one run")
-	rewrite := fs.Bool("rewrite", false, "measure nothing: rewrite the tables and charts in -out from its JSON files")
+	f := &evalFlags{}
+	o := &f.o
+	fs.StringVar(&o.OutDir, "out", "docs/bench", "directory for the results (JSON, SVG, Markdown)")
+	fs.StringVar(&o.WorkDir, "work", "", "directory for configs and process logs (default: a new temporary directory)")
+	fs.StringVar(&f.scenarios, "scenarios", strings.Join(bench.Scenarios(), ","), "comma-separated scenarios to run")
+	fs.StringVar(&f.setups, "setups", "", "comma-separated setups (default: all of "+strings.Join(bench.AllSetups(), ",")+"; the diagnostic sluice-no-codel only when named)")
+	fs.StringVar(&o.SluiceBin, "sluice", "", "sluice binary (default: go build ./cmd/sluice into the work directory)")
+	fs.StringVar(&o.NginxBin, "nginx", "/usr/sbin/nginx", "nginx binary; empty skips the nginx -> HAProxy setups")
+	fs.StringVar(&o.HAProxyBin, "haproxy", "/usr/sbin/haproxy", "haproxy binary; empty skips the nginx -> HAProxy setups")
+	fs.DurationVar(&o.Phase, "phase", 10*time.Second, "length of a constant-load phase")
+	fs.Float64Var(&o.UnitsPerMs, "units", 0, "demo work calibration in units per ms (default: calibrate now)")
+	fs.StringVar(&f.keepAlive, "keepalive", "on,off", "client keep-alive modes to run: on, off or on,off")
+	fs.IntVar(&o.Repeats, "repeats", 3, "runs of the repeated point (4x, keep-alive off)")
+	fs.DurationVar(&o.DrainBound, "drain-bound", 30*time.Second, "longest wait for the workers to finish after a run before restarting them")
+	fs.DurationVar(&o.CapacityTime, "capacity-time", 5*time.Second, "length of one capacity measurement")
+	fs.Float64Var(&o.MaxOthers, "max-others", 0.25, "cores the rest of the machine may use during a run before it is run again; negative: no check")
+	fs.IntVar(&o.NoisyRetries, "noisy-retries", 1, "how many times a noisy run is run again (-1: never)")
+	fs.DurationVar(&o.QuietWait, "quiet-wait", 30*time.Second, "longest wait before a run for the rest of the machine to be quiet")
+	fs.StringVar(&o.NodeBin, "node", "node", "node binary of the Node.js scenarios ("+bench.ScenarioNodeReact+", "+bench.ScenarioNodeAsync+")")
+	fs.StringVar(&o.NodeWorker, "node-worker", bench.DefaultNodeWorker, "the Node.js scenarios' worker script (its npm ci done)")
+	fs.IntVar(&o.NodeReactItems, "node-react-items", bench.NodeReactItems, "listing cards of "+bench.ScenarioNodeReact+"'s page; 200 or -1: the example's whole page")
+	fs.StringVar(&f.nodeSetups, "node-setups", strings.Join(bench.NodeSetupFamilies(), ","), "comma-separated setup families of the Node.js scenarios")
+	fs.Float64Var(&o.HopRate, "hop-rate", bench.HopCPURate, "scenario "+bench.ScenarioHopCPU+": the fixed offered rate, requests per second")
+	fs.StringVar(&o.HopBaseline, "hop-baseline", "", "scenario "+bench.ScenarioHopCPU+": a second sluice binary measured beside -sluice (setup "+bench.HopBaseline+"), for a before/after in one run")
+	fs.BoolVar(&f.rewrite, "rewrite", false, "measure nothing: rewrite the tables and charts in -out from its JSON files")
+	return fs, f
+}
+
+func suite(ctx context.Context, args []string, stderr io.Writer) int {
+	fs, f := newSuiteFlagSet(stderr)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return 2
 	}
-	if *rewrite {
-		if err := bench.Rewrite(*out); err != nil {
+	if f.rewrite {
+		if err := bench.Rewrite(f.o.OutDir); err != nil {
 			fmt.Fprintln(stderr, "eval:", err)
 			return 1
 		}
 		return 0
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	var kas []bool
-	for _, k := range strings.Split(*keepAlive, ",") {
-		switch strings.TrimSpace(k) {
-		case "on":
-			kas = append(kas, true)
-		case "off":
-			kas = append(kas, false)
-		default:
-			fmt.Fprintf(stderr, "eval: -keepalive %q: want on, off or on,off\n", *keepAlive)
-			return 2
-		}
+	f.o.Logger = log
+	if err := f.parseLists(); err != nil {
+		fmt.Fprintln(stderr, "eval:", err)
+		return 2
 	}
-	var families []string
-	for _, f := range strings.Split(*nodeSetups, ",") {
-		f = strings.TrimSpace(f)
-		if !slices.Contains(bench.NodeSetupFamilies(), f) {
-			fmt.Fprintf(stderr, "eval: -node-setups: unknown family %q (want some of %s)\n", f, strings.Join(bench.NodeSetupFamilies(), ","))
-			return 2
-		}
-		families = append(families, f)
-	}
-	// The demo workers, their calibration and setups only when a scenario
-	// needs them.
-	noDemo := true
-	for _, sc := range strings.Split(*scenarios, ",") {
-		sc = strings.TrimSpace(sc)
-		if !slices.Contains(bench.Scenarios(), sc) {
-			fmt.Fprintf(stderr, "eval: -scenarios: unknown scenario %q (want some of %s)\n", sc, strings.Join(bench.Scenarios(), ","))
-			return 2
-		}
-		noDemo = noDemo && (bench.IsNodeScenario(sc) || sc == bench.ScenarioHopCPU)
-	}
-	if *work == "" {
-		d, err := os.MkdirTemp("", "sluice-eval-")
-		if err != nil {
-			fmt.Fprintln(stderr, "eval:", err)
-			return 1
-		}
-		*work = d
-	}
-	log.Info("work directory (configs, logs)", "dir", *work)
-	if *sluiceBin == "" {
-		*sluiceBin = filepath.Join(*work, "bin", "sluice")
-		build := exec.CommandContext(ctx, "go", "build", "-o", *sluiceBin, "./cmd/sluice")
-		build.Stdout, build.Stderr = stderr, stderr
-		if err := build.Run(); err != nil {
-			fmt.Fprintln(stderr, "eval: building sluice (run from the repository root, or pass -sluice):", err)
-			return 1
-		}
-	}
-	o := bench.Options{
-		SluiceBin:      *sluiceBin,
-		NginxBin:       *nginxBin,
-		HAProxyBin:     *haproxyBin,
-		OutDir:         *out,
-		WorkDir:        *work,
-		UnitsPerMs:     *units,
-		Phase:          *phase,
-		KeepAlive:      kas,
-		Repeats:        *repeats,
-		DrainBound:     *drain,
-		CapacityTime:   *capTime,
-		MaxOthers:      *maxOthers,
-		NoisyRetries:   *noisyRetries,
-		QuietWait:      *quietWait,
-		Logger:         log,
-		NoDemo:         noDemo,
-		NodeBin:        *nodeBin,
-		NodeWorker:     *nodeWorker,
-		NodeSetups:     families,
-		NodeReactItems: *nodeReactItems,
-		HopBaseline:    *hopBaseline,
-		HopRate:        *hopRate,
-	}
-	if *setups != "" {
-		o.Setups = strings.Split(*setups, ",")
+	if err := prepare(ctx, &f.o, stderr); err != nil {
+		fmt.Fprintln(stderr, "eval:", err)
+		return 1
 	}
 	start := time.Now()
-	s, err := bench.NewSuite(ctx, o)
+	s, err := bench.NewSuite(ctx, f.o)
 	if err != nil {
 		fmt.Fprintln(stderr, "eval:", err)
 		return 1
 	}
 	defer s.Close()
-	if rev, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output(); err == nil {
-		commit := strings.TrimSpace(string(rev))
-		// The binaries are built from the working tree: say when it is not
-		// the commit (tracked files modified).
-		if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(st) > 0 {
-			commit += " with uncommitted changes"
-		}
-		if err := s.SetCommit(commit); err != nil {
-			fmt.Fprintln(stderr, "eval:", err)
-			return 1
-		}
+	if err := setCommit(s); err != nil {
+		fmt.Fprintln(stderr, "eval:", err)
+		return 1
 	}
-	for _, sc := range strings.Split(*scenarios, ",") {
+	for _, sc := range strings.Split(f.scenarios, ",") {
 		t0 := time.Now()
 		if err := s.Run(ctx, strings.TrimSpace(sc)); err != nil {
 			fmt.Fprintf(stderr, "eval: scenario %s: %v\n", sc, err)
@@ -198,8 +142,83 @@ func suite(ctx context.Context, args []string, stderr io.Writer) int {
 		}
 		log.Info("scenario done", "scenario", sc, "took", time.Since(t0).Round(time.Second))
 	}
-	log.Info("suite done", "took", time.Since(start).Round(time.Second), "results", *out)
+	log.Info("suite done", "took", time.Since(start).Round(time.Second), "results", f.o.OutDir)
 	return 0
+}
+
+// parseLists reads the comma-separated flags into the options: the client
+// modes, the Node.js setup families and the setups; and, from the
+// scenarios, whether the demo workers are needed at all.
+func (f *evalFlags) parseLists() error {
+	for _, k := range strings.Split(f.keepAlive, ",") {
+		switch strings.TrimSpace(k) {
+		case "on":
+			f.o.KeepAlive = append(f.o.KeepAlive, true)
+		case "off":
+			f.o.KeepAlive = append(f.o.KeepAlive, false)
+		default:
+			return fmt.Errorf("-keepalive %q: want on, off or on,off", f.keepAlive)
+		}
+	}
+	for _, fam := range strings.Split(f.nodeSetups, ",") {
+		fam = strings.TrimSpace(fam)
+		if !slices.Contains(bench.NodeSetupFamilies(), fam) {
+			return fmt.Errorf("-node-setups: unknown family %q (want some of %s)", fam, strings.Join(bench.NodeSetupFamilies(), ","))
+		}
+		f.o.NodeSetups = append(f.o.NodeSetups, fam)
+	}
+	// The demo workers, their calibration and setups only when a scenario
+	// needs them.
+	f.o.NoDemo = true
+	for _, sc := range strings.Split(f.scenarios, ",") {
+		sc = strings.TrimSpace(sc)
+		if !slices.Contains(bench.Scenarios(), sc) {
+			return fmt.Errorf("-scenarios: unknown scenario %q (want some of %s)", sc, strings.Join(bench.Scenarios(), ","))
+		}
+		f.o.NoDemo = f.o.NoDemo && (bench.IsNodeScenario(sc) || sc == bench.ScenarioHopCPU)
+	}
+	if f.setups != "" {
+		f.o.Setups = strings.Split(f.setups, ",")
+	}
+	return nil
+}
+
+// prepare makes the work directory when none was given, and builds sluice
+// into it when no binary was.
+func prepare(ctx context.Context, o *bench.Options, stderr io.Writer) error {
+	if o.WorkDir == "" {
+		d, err := os.MkdirTemp("", "sluice-eval-")
+		if err != nil {
+			return err
+		}
+		o.WorkDir = d
+	}
+	o.Logger.Info("work directory (configs, logs)", "dir", o.WorkDir)
+	if o.SluiceBin == "" {
+		o.SluiceBin = filepath.Join(o.WorkDir, "bin", "sluice")
+		build := exec.CommandContext(ctx, "go", "build", "-o", o.SluiceBin, "./cmd/sluice")
+		build.Stdout, build.Stderr = stderr, stderr
+		if err := build.Run(); err != nil {
+			return fmt.Errorf("building sluice (run from the repository root, or pass -sluice): %w", err)
+		}
+	}
+	return nil
+}
+
+// setCommit records the commit the results were measured at, when git can
+// tell it.
+func setCommit(s *bench.Suite) error {
+	rev, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return nil
+	}
+	commit := strings.TrimSpace(string(rev))
+	// The binaries are built from the working tree: say when it is not
+	// the commit (tracked files modified).
+	if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(st) > 0 {
+		commit += " with uncommitted changes"
+	}
+	return s.SetCommit(commit)
 }
 
 // rrProxy is the round-robin setup: a reverse proxy without admission.

@@ -1,4 +1,4 @@
-package cli
+package app
 
 import (
 	"net/http/httptest"
@@ -31,7 +31,7 @@ func TestSupervisorOptionsConcurrency(t *testing.T) {
 	}
 }
 
-// In front mode the seed's eluMax is each adaptive worker's threshold.
+// In front mode server.backpressure.eluMax is each adaptive worker's threshold.
 func TestProxyOptionsWorkerLimit(t *testing.T) {
 	cfg, err := config.Parse("t", []byte("server: {backpressure: {eluMax: 0.7}}\nworkers: {command: w}\n"))
 	if err != nil {

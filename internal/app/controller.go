@@ -1,9 +1,4 @@
-// Package wire maps a validated config.Config onto the components' options.
-// It holds no behaviour of its own: every rule lives in the package it
-// configures. The sluice binary and the evaluation suite's library-face
-// server both build their admission options here, so that the two cannot
-// drift apart.
-package wire
+package app
 
 import (
 	"log/slog"
@@ -13,9 +8,9 @@ import (
 	"github.com/sluicehq/sluice/limit"
 )
 
-// FrontMode reports whether cfg fronts workers or upstreams (else sluice
-// serves the embedded demo app in-process, as a Go service would).
-func FrontMode(cfg *config.Config) bool { return cfg.FrontMode() }
+// This file and mapping.go map a validated configuration onto the
+// components' options. They hold no behaviour of their own: every rule
+// lives in the package it configures.
 
 // ControllerOptions builds the admission Controller's options. In front
 // mode the algorithm is only a fixed cap, server.maxConcurrentRequests (or
@@ -23,7 +18,31 @@ func FrontMode(cfg *config.Config) bool { return cfg.FrontMode() }
 // limits, and sig is not used. In library mode it is the configured
 // backpressure algorithm over the process's own saturation signal sig.
 func ControllerOptions(cfg *config.Config, sig limit.Signal, log *slog.Logger) (admission.Options, error) {
+	o := queueOptions(cfg, log)
 	s, bp := cfg.Server, cfg.Server.Backpressure
+	if cfg.FrontMode() {
+		// A hard ceiling on requests in flight across all workers; each
+		// worker's own limit is the proxy's business.
+		o.Limit = limit.NewFixed(capOrNone(s.MaxConcurrentRequests))
+		if !bp.Enabled {
+			o.QueueSize = -1
+		}
+		return o, nil
+	}
+	if !bp.Enabled {
+		// Only the static limit, with the excess shed at once rather than
+		// queued: a plain cap; with none, no limit at all.
+		o.Limit, o.QueueSize = limit.NewFixed(capOrNone(s.MaxConcurrentRequests)), -1
+		return o, nil
+	}
+	o.Signal = sig
+	return o, libraryLimit(cfg, &o)
+}
+
+// queueOptions maps what both modes share: the queue, CoDel, priorities
+// and tenants.
+func queueOptions(cfg *config.Config, log *slog.Logger) admission.Options {
+	bp := cfg.Server.Backpressure
 	o := admission.Options{
 		QueueSize:          bp.QueueSize,
 		QueueTimeout:       bp.QueueTimeout,
@@ -48,63 +67,48 @@ func ControllerOptions(cfg *config.Config, sig limit.Signal, log *slog.Logger) (
 	if w := cfg.Tenants.Weights; len(w) > 0 {
 		o.TenantWeight = func(t string) float64 { return w[t] }
 	}
-	if FrontMode(cfg) {
-		// A hard ceiling on requests in flight across all workers; each
-		// worker's own limit is the proxy's business.
-		n := s.MaxConcurrentRequests
-		if n <= 0 {
-			n = admission.MaxLimit
-		}
-		o.Limit = limit.NewFixed(n)
-		if !bp.Enabled {
-			o.QueueSize = -1
-		}
-		return o, nil
+	return o
+}
+
+// capOrNone is server.maxConcurrentRequests as a fixed limit: the file's
+// 0 is no limit.
+func capOrNone(n int) int {
+	if n <= 0 {
+		return admission.MaxLimit
 	}
+	return n
+}
+
+// libraryLimit sets o's limit to the configured backpressure algorithm,
+// under the ceiling of backpressure.maxLimit and maxConcurrentRequests.
+func libraryLimit(cfg *config.Config, o *admission.Options) error {
+	s, bp := cfg.Server, cfg.Server.Backpressure
 	ceiling := bp.MaxLimit
 	if s.MaxConcurrentRequests > 0 && s.MaxConcurrentRequests < ceiling {
 		ceiling = s.MaxConcurrentRequests
 	}
-	if !bp.Enabled {
-		// Only the static limit, and excess shed at once, as the seed's
-		// maxConcurrentRequests alone; with none, no limit at all.
-		n := s.MaxConcurrentRequests
-		if n <= 0 {
-			n = admission.MaxLimit
-		}
-		o.Limit, o.QueueSize = limit.NewFixed(n), -1
-		return o, nil
-	}
-	o.Signal = sig
-	initial := min(bp.StartLimit(), ceiling)
+	initial, floor := min(bp.StartLimit(), ceiling), min(bp.MinLimit, ceiling)
+	var err error
 	switch bp.Algorithm {
 	case config.AlgorithmFixed:
 		o.Limit = limit.NewFixed(initial)
 	case config.AlgorithmGradient:
-		// The gradient measures its way to the knee; starting wide open
-		// (the seed's default for AIMD) would only make it walk down.
+		// The gradient measures its way to the knee; starting wide open,
+		// as AIMD does, would only make it walk down.
 		if bp.InitialLimit == 0 {
 			initial = min(100, ceiling)
 		}
-		g, err := limit.NewGradient(limit.GradientOptions{Initial: initial, Min: min(bp.MinLimit, ceiling), Max: ceiling})
-		if err != nil {
-			return o, err
-		}
-		o.Limit = g
+		o.Limit, err = limit.NewGradient(limit.GradientOptions{Initial: initial, Min: floor, Max: ceiling})
 	case config.AlgorithmAIMD:
-		a, err := limit.NewAIMD(limit.AIMDOptions{Initial: initial, Min: min(bp.MinLimit, ceiling), Max: ceiling, MaxSaturation: bp.SaturationMax})
-		if err != nil {
-			return o, err
-		}
-		o.Limit = a
+		o.Limit, err = limit.NewAIMD(limit.AIMDOptions{Initial: initial, Min: floor, Max: ceiling, MaxSaturation: bp.SaturationMax})
 	default: // config.AlgorithmAuto
 		// Auto starts at its floor (the usable CPUs, or minLimit if higher)
 		// unless initialLimit says otherwise, and decides every 100 ms at
 		// most: it must cut within a fraction of a second of CPU-bound
 		// handlers oversubscribing the CPUs.
-		a, err := limit.NewAuto(limit.AutoOptions{Initial: min(bp.InitialLimit, ceiling), Min: min(bp.MinLimit, ceiling), Max: ceiling})
-		if err != nil {
-			return o, err
+		var a *limit.Auto
+		if a, err = limit.NewAuto(limit.AutoOptions{Initial: min(bp.InitialLimit, ceiling), Min: floor, Max: ceiling}); err != nil {
+			return err
 		}
 		o.Limit = a
 		o.SampleWindow = min(o.SampleWindow, limit.AutoWindow)
@@ -113,5 +117,5 @@ func ControllerOptions(cfg *config.Config, sig limit.Signal, log *slog.Logger) (
 		// load (a scheduling latency of the whole machine) does not raise.
 		o.Signal = a
 	}
-	return o, nil
+	return err
 }

@@ -1,12 +1,14 @@
-package cli
+package app
 
 import (
 	"bufio"
+	"context"
 	"log/slog"
 	"net"
 	"net/http"
 	"time"
 
+	"github.com/sluicehq/sluice/admission"
 	"github.com/sluicehq/sluice/internal/reqinfo"
 )
 
@@ -18,23 +20,34 @@ type observing struct {
 	traceparent  bool // generate one for a request without
 }
 
-// observe wraps h, the outermost handler: each request gets a
-// reqinfo.Info, which the proxy (or, in library mode, the admission
+// observe wraps h, the outermost handler of sluice's own: each request
+// gets a reqinfo.Info, which the proxy (or, in library mode, the admission
 // middleware's Observe) fills in. Its ID is a trusted peer's or trusted
 // proxy's X-Request-Id (a request ID names a request across hops, as
 // X-Forwarded-For names a client, so the same trust applies), else one
 // sluice makes; the ID goes back on the response.
+//
+// A request that already carries an Info (made by Options.WrapFront, which
+// reads it back once the request has been served) keeps it: one request
+// has one Info, whoever made it. Only the trust decision is taken here, as
+// WrapFront cannot know it: a trusted X-Request-Id replaces the ID it was
+// given.
 func (l *live) observe(h http.Handler, o observing) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
 		id := r.Header.Get(reqinfo.HeaderRequestID)
 		if id != "" {
 			if c := l.cls.Load(); !c.Trusted(r) && !c.TrustedProxy(r) {
 				id = ""
 			}
 		}
-		ctx, info := reqinfo.New(r.Context(), start, id, r.Header.Get(reqinfo.HeaderTraceparent), o.traceparent)
-		r = r.WithContext(ctx)
+		info := reqinfo.From(r.Context())
+		if info == nil {
+			var ctx context.Context
+			ctx, info = reqinfo.New(r.Context(), time.Now(), id, r.Header.Get(reqinfo.HeaderTraceparent), o.traceparent)
+			r = r.WithContext(ctx)
+		} else if id != "" {
+			info.SetID(id)
+		}
 		info.SetResponseHeader(w.Header())
 		if o.log == nil && !o.serverTiming {
 			h.ServeHTTP(w, r)
@@ -43,7 +56,7 @@ func (l *live) observe(h http.Handler, o observing) http.Handler {
 		rec := &recorder{ResponseWriter: w, info: info, timing: o.serverTiming}
 		h.ServeHTTP(rec, r)
 		if o.log != nil {
-			logAccess(o.log, r, rec, info, time.Since(start))
+			logAccess(o.log, r, rec, info, time.Since(info.Start))
 		}
 	})
 }
@@ -117,3 +130,14 @@ func (r *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 // Unwrap lets http.ResponseController reach the connection's Flush and
 // deadlines.
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// observeAdmission notes in the request's Info how it left the queue, in
+// library mode: what the proxy notes in front mode.
+func observeAdmission(r *http.Request, queued time.Time, wait time.Duration, err error) {
+	if info := reqinfo.From(r.Context()); info != nil {
+		info.Queued, info.QueueWait = queued, wait
+		if reason, ok := admission.ShedReason(err); ok {
+			info.Shed = reason.String()
+		}
+	}
+}

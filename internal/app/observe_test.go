@@ -1,4 +1,4 @@
-package cli
+package app
 
 import (
 	"bufio"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/sluicehq/sluice/admission"
 	"github.com/sluicehq/sluice/internal/reqinfo"
+	"github.com/sluicehq/sluice/internal/testutil"
 )
 
 var hex32 = regexp.MustCompile(`^[0-9a-f]{32}$`)
@@ -149,16 +150,20 @@ func TestAccessLogEmptyResponse(t *testing.T) {
 func TestObserveAdmission(t *testing.T) {
 	r := httptest.NewRequest("GET", "/", nil)
 	ctx, info := reqinfo.New(r.Context(), time.Now(), "", "", false)
-	observeAdmission(r.WithContext(ctx), time.Now(), 3*time.Millisecond, &admission.ShedError{Reason: admission.ReasonQueueTimeout})
+	queued := time.Now().Add(-5 * time.Millisecond)
+	observeAdmission(r.WithContext(ctx), queued, 3*time.Millisecond, &admission.ShedError{Reason: admission.ReasonQueueTimeout})
 	if info.QueueWait != 3*time.Millisecond || info.Shed != "queue-timeout" {
 		t.Errorf("got %v %q, want 3ms queue-timeout", info.QueueWait, info.Shed)
+	}
+	if !info.Queued.Equal(queued) {
+		t.Errorf("Queued = %v, want %v (when the wait began)", info.Queued, queued)
 	}
 }
 
 // A 1xx is not the response: the final status is logged, and Server-Timing
 // goes on the final header.
 func TestAccessLogInformational(t *testing.T) {
-	var buf syncBuffer
+	var buf testutil.Buffer
 	srv := httptest.NewServer(observed(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Link", "</a.css>; rel=preload")
 		w.WriteHeader(http.StatusEarlyHints)
@@ -225,5 +230,47 @@ admin: {listen: "off"}
 	}
 	if got := serve().Header().Get("Server-Timing"); !regexp.MustCompile(`^queue;dur=\d+\.\d$`).MatchString(got) {
 		t.Errorf("after: got Server-Timing %q, want the queue wait", got)
+	}
+}
+
+// A request that carries an Info already (WrapFront's) keeps it: the
+// handler inside sees the same one, the response carries its ID, and a
+// trusted peer's X-Request-Id replaces that ID as it would have been
+// chosen; an untrusted one does not.
+func TestObserveReusesInfo(t *testing.T) {
+	for _, tt := range []struct {
+		name, remote string
+		kept         bool
+	}{
+		{"untrusted", "192.0.2.1:5000", false},
+		{"trusted peer", "10.1.2.3:5000", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var inner *reqinfo.Info
+			var buf bytes.Buffer
+			h := observed(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				inner = reqinfo.From(r.Context())
+			}), observing{log: slog.New(slog.NewTextHandler(&buf, nil))})
+			r := httptest.NewRequest("GET", "/", nil)
+			r.RemoteAddr = tt.remote
+			r.Header.Set("X-Request-Id", "client-7")
+			ctx, outer := reqinfo.New(r.Context(), time.Now(), "", "", false)
+			made := outer.ID
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, r.WithContext(ctx))
+			if inner != outer {
+				t.Fatal("the handler got another Info than the one the request carried")
+			}
+			want := made
+			if tt.kept {
+				want = "client-7"
+			}
+			if outer.ID != want || rec.Header().Get("X-Request-Id") != want {
+				t.Errorf("got ID %q, response header %q; want %q", outer.ID, rec.Header().Get("X-Request-Id"), want)
+			}
+			if !strings.Contains(buf.String(), "id="+want) {
+				t.Errorf("the access log lacks id=%s: %s", want, buf.String())
+			}
+		})
 	}
 }

@@ -1,4 +1,4 @@
-package cli
+package app
 
 import (
 	"fmt"
@@ -16,10 +16,8 @@ import (
 	"github.com/sluicehq/sluice/internal/supervisor"
 )
 
-// This file maps the configuration onto the components' options. It holds
-// no behaviour of its own: every rule lives in the package it configures.
-// The admission Controller's options are built by internal/wire, which the
-// evaluation suite's library-face server shares.
+// The options of the classifier, the proxy, the supervisor and the static
+// upstreams, from the configuration (see controller.go).
 
 // classifier builds the request classifier from routes, tenants and trust.
 func classifier(cfg *config.Config) (*admission.Classifier, error) {
@@ -43,14 +41,28 @@ func classifier(cfg *config.Config) (*admission.Classifier, error) {
 	return c, nil
 }
 
+// routes builds the classifier and the routes' fallbacks from cfg's
+// routes, tenants and trust; base is the directory of cfg's file.
+func routes(cfg *config.Config, base string) (*admission.Classifier, *routeFallbacks, error) {
+	cls, err := classifier(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	fbs, err := newRouteFallbacks(cfg, cls, base)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cls, fbs, nil
+}
+
 // proxyOptions builds the proxy's options; the routes' fallbacks are
 // chosen per request (routeFallbacks), through live.
 func proxyOptions(cfg *config.Config, ctrl *admission.Controller, cls *admission.Classifier, base string, log *slog.Logger) (proxy.Options, error) {
 	p := cfg.Proxy
 	o := proxy.Options{
 		Controller: ctrl,
-		// The seed's eluMax, per worker: the saturation each adaptive
-		// worker's limit keeps under.
+		// server.backpressure.eluMax, applied per worker: the saturation
+		// each adaptive worker's limit keeps under.
 		WorkerLimit:         proxy.WorkerLimit{MaxSaturation: cfg.Server.Backpressure.SaturationMax},
 		Classify:            cls.Classify,
 		PingPath:            p.PingPath,

@@ -1,4 +1,4 @@
-package wire
+package app
 
 import (
 	"testing"
@@ -108,7 +108,7 @@ func TestControllerOptionsFrontMode(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := parse(t, tt.yaml)
-			if !FrontMode(cfg) {
+			if !cfg.FrontMode() {
 				t.Fatal("FrontMode: got false, want true")
 			}
 			o, err := ControllerOptions(cfg, limit.SignalFunc(func() float64 { return 0 }), nil)
@@ -130,7 +130,7 @@ func TestControllerOptionsFrontMode(t *testing.T) {
 			}
 		})
 	}
-	if FrontMode(config.Default()) {
+	if config.Default().FrontMode() {
 		t.Error("FrontMode of the defaults: got true, want library mode")
 	}
 }
@@ -179,5 +179,18 @@ tenants:
 	}
 	if o.CoDelTarget != 0 || o.CoDelInterval != 0 || o.TenantWeight != nil {
 		t.Errorf("CoDel off, no weights: got CoDel %v / %v, weights set %v", o.CoDelTarget, o.CoDelInterval, o.TenantWeight != nil)
+	}
+}
+
+// tenants.maxTracked reaches the Controller: the queue's memory of tenants
+// is bounded by it.
+func TestControllerOptionsMaxTracked(t *testing.T) {
+	cfg := parse(t, "tenants:\n  maxTracked: 123\n")
+	o, err := ControllerOptions(cfg, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.MaxTrackedTenants != 123 {
+		t.Errorf("got MaxTrackedTenants %d, want 123", o.MaxTrackedTenants)
 	}
 }
