@@ -23,7 +23,7 @@ const (
 	SpanHandler = "sluice.handler"
 )
 
-// Options configures Wrap. The zero value uses the global tracer provider
+// Options configures Wrap and WrapFront. The zero value uses the global tracer provider
 // and the W3C trace context propagator.
 type Options struct {
 	// TracerProvider makes the tracer; nil means otel.GetTracerProvider().
@@ -34,6 +34,20 @@ type Options struct {
 	Propagator propagation.TextMapPropagator
 }
 
+func (o Options) tracerProvider() trace.TracerProvider {
+	if o.TracerProvider == nil {
+		return otel.GetTracerProvider()
+	}
+	return o.TracerProvider
+}
+
+func (o Options) propagator() propagation.TextMapPropagator {
+	if o.Propagator == nil {
+		return propagation.TraceContext{}
+	}
+	return o.Propagator
+}
+
 // Wrap returns next behind m's admission control, traced: each request
 // gets a server span, SpanRequest, the child of the trace context its
 // header carries; under it SpanQueue covers the wait for a slot (ended with
@@ -42,15 +56,8 @@ type Options struct {
 // next's own spans nest below. m is copied, not changed: its Observe, if
 // any, is still called.
 func Wrap(m *admission.Middleware, next http.Handler, o Options) http.Handler {
-	tp := o.TracerProvider
-	if tp == nil {
-		tp = otel.GetTracerProvider()
-	}
-	prop := o.Propagator
-	if prop == nil {
-		prop = propagation.TraceContext{}
-	}
-	tracer := tp.Tracer(ScopeName)
+	tracer := o.tracerProvider().Tracer(ScopeName)
+	prop := o.propagator()
 	traced := *m
 	user := m.Observe
 	traced.Observe = func(r *http.Request, queued time.Time, wait time.Duration, err error) {
