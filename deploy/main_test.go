@@ -109,10 +109,7 @@ func start(t *testing.T, cfg string) *running {
 		"{{worker}}", strconv.Quote(self),
 	).Replace(cfg)
 	r.cfg = cfg
-	path := filepath.Join(t.TempDir(), "sluice.yaml")
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := testutil.WriteConfig(t, cfg)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("config:\n%s", cfg)

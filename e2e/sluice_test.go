@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -38,10 +37,7 @@ type sluice struct {
 func startSluice(t *testing.T, config string) *sluice {
 	t.Helper()
 	s := &sluice{addr: testutil.FreeAddr(t), admin: testutil.FreeAddr(t)}
-	path := filepath.Join(t.TempDir(), "sluice.yaml")
-	if err := os.WriteFile(path, fmt.Appendf(nil, config, s.addr, s.admin, sluiceBin), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := testutil.WriteConfig(t, fmt.Sprintf(config, s.addr, s.admin, sluiceBin))
 	p := testutil.StartProcess(t, exec.Command(sluiceBin, "serve", "-c", path), bound)
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()

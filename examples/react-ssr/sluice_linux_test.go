@@ -106,10 +106,7 @@ func startSluice(tb testing.TB, dir string, hook *holdHook) *sluiceProc {
 		"server.backpressure.algorithm": "fixed",
 		"overload.codel.enabled":        false,
 	})
-	path := filepath.Join(tb.TempDir(), "sluice.yaml")
-	if err := os.WriteFile(path, cfg, 0o644); err != nil {
-		tb.Fatal(err)
-	}
+	path := testutil.WriteConfig(tb, string(cfg))
 
 	s := &sluiceProc{base: "http://" + addr, seen: map[int]bool{}}
 	// Registered before the child's, so it runs after sluice is stopped.

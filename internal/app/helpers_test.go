@@ -3,26 +3,15 @@ package app
 import (
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
-	"testing"
+
+	"github.com/sluicehq/sluice/internal/testutil"
 )
 
-func writeConfig(t *testing.T, yaml string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "sluice.yaml")
-	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-func rewrite(t *testing.T, path, yaml string) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
+// writeConfig and rewrite are testutil's, by their short names here.
+var (
+	writeConfig = testutil.WriteConfig
+	rewrite     = testutil.Rewrite
+)
 
 // page is what testLibrary serves: an HTML page long enough to compress.
 const page = "<!doctype html><p>rendered, and rendered again, and again</p>\n"

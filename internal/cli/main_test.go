@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -46,14 +45,11 @@ func startSluice(t *testing.T, args ...string) *testutil.Process {
 	return testutil.StartProcess(t, cmd, 0)
 }
 
-func writeConfig(t *testing.T, yaml string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "sluice.yaml")
-	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
+// writeConfig and rewrite are testutil's, by their short names here.
+var (
+	writeConfig = testutil.WriteConfig
+	rewrite     = testutil.Rewrite
+)
 
 // freeAddr returns an address on 127.0.0.1 for a sluice process to listen
 // on (racy: see testutil.FreeAddr).

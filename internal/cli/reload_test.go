@@ -26,13 +26,6 @@ import (
 	"github.com/sluicehq/sluice/internal/testutil"
 )
 
-func rewrite(t *testing.T, path, yaml string) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // The process: SIGHUP with an invalid file logs every error and changes
 // nothing (the workers are not even rolled); with a valid one it applies
 // a live key (the limit), warns of a restart-only one, and rolls the

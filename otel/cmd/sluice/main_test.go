@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -21,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/testutil"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
@@ -196,10 +198,8 @@ func (c *child) stop(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("sluice did not exit in 30s after SIGTERM")
 	}
-	// The exit status is the drain's business, tested with the command
-	// itself (internal/cli); the spans are sent either way.
 	if err := c.cmd.Wait(); err != nil {
-		t.Logf("sluice exited with %v", err)
+		t.Errorf("sluice exited with %v after SIGTERM, want a clean drain", err)
 	}
 }
 
@@ -239,33 +239,15 @@ func get(t *testing.T, url, traceparent string) *http.Response {
 	return resp
 }
 
-// waitReady polls sluice's readiness (at most 10 s): the proxy learns of
-// a ready worker just after the supervisor logs it, with no event to wait
-// on from outside the process.
-func waitReady(t *testing.T, url string) {
+// waitReady waits (at most 10 s) for sluice's readiness: the proxy learns
+// of a ready worker just after the supervisor logs it.
+func waitReady(t *testing.T, url string, c *child) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		resp, err := http.Get(url)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s not ready in 10s", url)
-		}
-		time.Sleep(20 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := testutil.WaitOK(ctx, url, c.done); err != nil {
+		t.Fatalf("%s not ready: %v", url, err)
 	}
-}
-
-func freeAddr(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // The traced command end to end: `sluice serve` with a worker, exporting
@@ -282,21 +264,20 @@ func TestTracedServe(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
-	cfg := filepath.Join(dir, "sluice.yaml")
-	os.WriteFile(cfg, fmt.Appendf(nil, `server: {listen: %q, drainDelay: 0, backpressure: {queueSize: 0}}
+	addr := testutil.FreeAddr(t)
+	cfg := testutil.WriteConfig(t, fmt.Sprintf(`server: {listen: %q, drainDelay: 0, backpressure: {queueSize: 0}}
 admin: {listen: "off"}
 workers:
   count: 1
   concurrency: 1
   readyPath: %s
   env: {%s: "1", %s: %q}
-`, addr, readyPath, envWorker, envHold, fifo), 0o600)
+`, addr, readyPath, envWorker, envHold, fifo))
 	p := startChild(t, []string{envMain + "=1", "OTEL_EXPORTER_OTLP_ENDPOINT=" + otlp.URL, "OTEL_SERVICE_NAME=sluice-e2e"},
 		"serve", "-c", cfg, "--", os.Args[0])
 	p.waitFor(t, "worker ready")
 	base := "http://" + addr
-	waitReady(t, base+"/__sluice/ready")
+	waitReady(t, base+"/__sluice/ready", p)
 
 	const client = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	served := get(t, base+"/page", client)
@@ -339,12 +320,11 @@ func TestTracedServeLibrary(t *testing.T) {
 	col := &collector{}
 	otlp := httptest.NewServer(col)
 	defer otlp.Close()
-	addr := freeAddr(t)
-	cfg := filepath.Join(t.TempDir(), "sluice.yaml")
-	os.WriteFile(cfg, fmt.Appendf(nil, "server: {listen: %q, drainDelay: 0}\nadmin: {listen: \"off\"}\n", addr), 0o600)
+	addr := testutil.FreeAddr(t)
+	cfg := testutil.WriteConfig(t, fmt.Sprintf("server: {listen: %q, drainDelay: 0}\nadmin: {listen: \"off\"}\n", addr))
 	p := startChild(t, []string{envMain + "=1", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=" + otlp.URL + "/v1/traces"}, "serve", "-c", cfg)
 	base := "http://" + addr
-	waitReady(t, base+"/__sluice/ready")
+	waitReady(t, base+"/__sluice/ready", p)
 	const client = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 	if resp := get(t, base+"/?sleep=1", client); resp.StatusCode != 200 {
 		t.Fatalf("got %d, want 200", resp.StatusCode)
