@@ -206,3 +206,28 @@ func staticOptions(u *config.Upstreams, log *slog.Logger) supervisor.StaticOptio
 	}
 	return o
 }
+
+// Procs is the GOMAXPROCS `sluice serve` runs with on a machine of cpus
+// usable CPUs: server.procs when set; in front mode with supervised
+// workers a quarter of cpus, at least one; otherwise cpus.
+//
+// Why a quarter. The workers, one per CPU by default, are what the CPUs
+// are for, and the front's own work per request is a few tens of
+// microseconds: one P serves thousands of requests a second. With a P
+// per CPU the Go scheduler wakes an idle P (a thread that spins, finds
+// nothing and sleeps) at nearly every hand-off of a request between
+// goroutines, CPU taken from the renders: measured with two Node workers
+// at 2,000 requests/s, 162-185 ms of CPU per 1,000 requests on one P
+// against 239-257 ms on two, at the same throughput (docs/benchmarks.md,
+// issue 15). Static upstreams are other processes, often on other
+// machines, and library mode runs the application itself: both keep
+// every CPU.
+func Procs(cfg *config.Config, cpus int) int {
+	switch {
+	case cfg.Server.Procs > 0:
+		return cfg.Server.Procs
+	case cfg.Workers != nil:
+		return max(1, cpus/4)
+	}
+	return cpus
+}

@@ -120,3 +120,30 @@ routes:
 		}
 	}
 }
+
+// server.procs: supervised workers leave sluice a quarter of the CPUs,
+// at least one; static upstreams and library mode keep all of them; a
+// number set in the file is taken as it is.
+func TestProcs(t *testing.T) {
+	for _, tt := range []struct {
+		yaml       string
+		cpus, want int
+	}{
+		{"workers: {command: w}", 2, 1},
+		{"workers: {command: w}", 1, 1},
+		{"workers: {command: w}", 8, 2},
+		{"workers: {command: w}", 16, 4},
+		{"upstreams: {servers: [127.0.0.1:1]}", 8, 8},
+		{"server: {listen: ':0'}", 8, 8},
+		{"server: {procs: 3}\nworkers: {command: w}", 8, 3},
+		{"server: {procs: 3}", 8, 3},
+	} {
+		cfg, err := config.Parse("t", []byte(tt.yaml))
+		if err != nil {
+			t.Fatalf("%s: %v", tt.yaml, err)
+		}
+		if got := Procs(cfg, tt.cpus); got != tt.want {
+			t.Errorf("%q on %d CPUs: Procs = %d, want %d", tt.yaml, tt.cpus, got, tt.want)
+		}
+	}
+}

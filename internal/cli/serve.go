@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -90,12 +91,29 @@ func runServe(ctx context.Context, ext Extensions, args []string, stdout, stderr
 		fmt.Fprintln(stderr, "sluice serve:", err)
 		return 1
 	}
+	setProcs(loaded.Config, log)
 	drainCtx, stopSignals := server.Signals(context.WithoutCancel(ctx), a.Cut)
 	defer stopSignals()
 	if a.Run(drainCtx) != nil {
 		return 1 // logged by Run
 	}
 	return 0
+}
+
+// setProcs applies app.Procs, after app.New has sized the worker pool on
+// every usable CPU, unless the GOMAXPROCS environment variable chose
+// already. It is the command's decision, not the assembly's: GOMAXPROCS
+// is the process's, and `sluice demo` runs its load generator in the
+// same process.
+func setProcs(cfg *config.Config, log *slog.Logger) {
+	if os.Getenv("GOMAXPROCS") != "" {
+		return
+	}
+	cpus := runtime.GOMAXPROCS(0) // honours a cgroup CPU quota
+	if p := app.Procs(cfg, cpus); p != cpus {
+		runtime.GOMAXPROCS(p)
+		log.Info("procs", "gomaxprocs", p, "cpus", cpus)
+	}
 }
 
 // embeddedDemo is what serve runs in library mode: the demo app
