@@ -64,13 +64,7 @@ func newFrontRig(sampler sdktrace.Sampler) *frontRig {
 }
 
 func (g *frontRig) serve(path, traceparent string) *httptest.ResponseRecorder {
-	r := httptest.NewRequest("GET", path, nil)
-	if traceparent != "" {
-		r.Header.Set("Traceparent", traceparent)
-	}
-	w := httptest.NewRecorder()
-	g.h.ServeHTTP(w, r)
-	return w
+	return serveWith(g.h, path, traceparent)
 }
 
 func (g *frontRig) byName() map[string]tracetest.SpanStub {

@@ -51,12 +51,18 @@ func newRig(t *testing.T, queueSize int) *rig {
 }
 
 func (g *rig) serve(path, traceparent string) *httptest.ResponseRecorder {
+	return serveWith(g.h, path, traceparent)
+}
+
+// serveWith serves a GET of path through h, with a traceparent header
+// when one is given, and returns what h wrote.
+func serveWith(h http.Handler, path, traceparent string) *httptest.ResponseRecorder {
 	r := httptest.NewRequest("GET", path, nil)
 	if traceparent != "" {
 		r.Header.Set("Traceparent", traceparent)
 	}
 	w := httptest.NewRecorder()
-	g.h.ServeHTTP(w, r)
+	h.ServeHTTP(w, r)
 	return w
 }
 
