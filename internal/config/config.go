@@ -111,8 +111,9 @@ type Server struct {
 	// at once, before anything is read. 0 = unlimited.
 	MaxConnections int `yaml:"maxConnections"`
 	// Procs is how many CPUs sluice's own Go runtime runs on at once
-	// (GOMAXPROCS). 0, the default: in front mode with supervised workers
-	// a quarter of the usable CPUs, at least one, leaving the rest to the
+	// (GOMAXPROCS). 0, the default: in front mode with supervised
+	// workers, or upstreams all on loopback addresses or unix sockets, a
+	// quarter of the usable CPUs, at least one, leaving the rest to the
 	// workers (a front with one P spends a third less CPU per request: no
 	// idle P for each hand-off to wake); otherwise all of them. The
 	// GOMAXPROCS environment variable, when set, wins.
