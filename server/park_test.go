@@ -14,6 +14,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/testutil"
 )
 
 // The parking tests run a Server on a real loopback listener (parking
@@ -218,21 +220,7 @@ func TestParkKeepsBufferedBytes(t *testing.T) {
 // read is for the whole of net/http's buffer, which then holds nothing;
 // else it lasts as long as net/http asked.
 func TestReadNextParksOnlyAnEmptyBuffer(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	client, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	sc, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sc.Close()
+	_, sc := testutil.TCPPair(t)
 	conns := &connCounter{}
 	conns.open.Store(2)
 	p := &parker{above: 1, grace: testGrace, conns: conns}
@@ -268,21 +256,7 @@ func TestReadNextParksOnlyAnEmptyBuffer(t *testing.T) {
 // read net/http makes before setting a deadline of its own (bytes that
 // came short of its Peek).
 func TestReadNextRestoresTheDeadline(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	client, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	sc, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sc.Close()
+	client, sc := testutil.TCPPair(t)
 	conns := &connCounter{}
 	conns.open.Store(2)
 	s := &countedConn{Conn: sc, client: &clientConn{Conn: sc, conns: conns}}

@@ -134,16 +134,11 @@ func startHopSluice(ctx context.Context, name, bin string, workers []string, dir
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	port, err := FreePort()
+	addrs, err := freeAddrs(2)
 	if err != nil {
 		return nil, err
 	}
-	aport, err := FreePort()
-	if err != nil {
-		return nil, err
-	}
-	c := SluiceConfig{Listen: "127.0.0.1:" + strconv.Itoa(port), Admin: "127.0.0.1:" + strconv.Itoa(aport),
-		Workers: workers, Concurrency: HopCPUConcurrency}
+	c := SluiceConfig{Listen: addrs[0], Admin: addrs[1], Workers: workers, Concurrency: HopCPUConcurrency}
 	cfg, err := c.Render()
 	if err != nil {
 		return nil, err

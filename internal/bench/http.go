@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"time"
 )
 
@@ -50,4 +51,18 @@ func FreePort() (int, error) {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// freeAddrs returns n loopback addresses ("127.0.0.1:port") on ports
+// FreePort found, for a front's listeners.
+func freeAddrs(n int) ([]string, error) {
+	addrs := make([]string, n)
+	for i := range addrs {
+		port, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		addrs[i] = "127.0.0.1:" + strconv.Itoa(port)
+	}
+	return addrs, nil
 }

@@ -125,24 +125,21 @@ func startNginxHAProxy(ctx context.Context, name, nginxBin, haproxyBin string, h
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	hport, err := FreePort()
+	addrs, err := freeAddrs(2)
 	if err != nil {
 		return nil, err
 	}
-	nport, err := FreePort()
-	if err != nil {
-		return nil, err
-	}
-	h.Listen = fmt.Sprintf("127.0.0.1:%d", hport)
+	haddr, naddr := addrs[0], addrs[1]
+	h.Listen = haddr
 	hcfg, err := h.Render()
 	if err != nil {
 		return nil, err
 	}
-	ncfg, err := NginxConfig{Listen: fmt.Sprintf("127.0.0.1:%d", nport), Upstream: fmt.Sprintf("127.0.0.1:%d", hport), Dir: dir}.Render()
+	ncfg, err := NginxConfig{Listen: naddr, Upstream: haddr, Dir: dir}.Render()
 	if err != nil {
 		return nil, err
 	}
-	return runNginxHAProxy(ctx, name, nginxBin, haproxyBin, dir, hcfg, ncfg, fmt.Sprintf("http://127.0.0.1:%d/", nport), probe)
+	return runNginxHAProxy(ctx, name, nginxBin, haproxyBin, dir, hcfg, ncfg, "http://"+naddr+"/", probe)
 }
 
 // runNginxHAProxy writes the two configs to dir, starts HAProxy and then
@@ -189,15 +186,11 @@ func startSluice(ctx context.Context, name, sluiceBin string, c SluiceConfig, di
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	port, err := FreePort()
+	addrs, err := freeAddrs(2)
 	if err != nil {
 		return nil, err
 	}
-	aport, err := FreePort()
-	if err != nil {
-		return nil, err
-	}
-	c.Listen, c.Admin = fmt.Sprintf("127.0.0.1:%d", port), fmt.Sprintf("127.0.0.1:%d", aport)
+	c.Listen, c.Admin = addrs[0], addrs[1]
 	cfg, err := c.Render()
 	if err != nil {
 		return nil, err
@@ -210,10 +203,10 @@ func startSluice(ctx context.Context, name, sluiceBin string, c SluiceConfig, di
 	if err != nil {
 		return nil, err
 	}
-	f := &Front{Name: name, URL: fmt.Sprintf("http://127.0.0.1:%d/", port), Procs: []*Process{p}, Admin: c.Admin}
+	f := &Front{Name: name, URL: "http://" + c.Listen + "/", Procs: []*Process{p}, Admin: c.Admin}
 	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	if err := WaitStarted(wctx, fmt.Sprintf("http://127.0.0.1:%d/__sluice/ready", port), p); err != nil {
+	if err := WaitStarted(wctx, "http://"+c.Listen+"/__sluice/ready", p); err != nil {
 		f.Stop()
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -18,5 +19,19 @@ func TestWriteConfigAndRewrite(t *testing.T) {
 	}
 	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("mode %v, %v; want 0600 (a config may hold secrets)", fi.Mode().Perm(), err)
+	}
+}
+
+func TestTCPPair(t *testing.T) {
+	client, server := TCPPair(t)
+	if _, err := client.Write([]byte("ping")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 4)
+	if _, err := io.ReadFull(server, buf); err != nil || string(buf) != "ping" {
+		t.Errorf("server read %q, %v; want what the client wrote", buf, err)
+	}
+	if client.LocalAddr().String() != server.RemoteAddr().String() {
+		t.Errorf("client %v, server's peer %v: want the two ends of one connection", client.LocalAddr(), server.RemoteAddr())
 	}
 }
