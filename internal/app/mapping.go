@@ -4,9 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -210,48 +208,19 @@ func staticOptions(u *config.Upstreams, log *slog.Logger) supervisor.StaticOptio
 }
 
 // Procs is the GOMAXPROCS `sluice serve` runs with on a machine of cpus
-// usable CPUs: server.procs when set; a quarter of cpus, at least one,
-// when what sluice fronts runs on the same machine (supervised workers,
-// or upstreams that are all loopback addresses or unix sockets);
-// otherwise cpus.
+// usable CPUs: server.procs when set, else cpus.
 //
-// Why a quarter. The workers, one per CPU by default, are what the CPUs
-// are for, and the front's own work per request is a few tens of
-// microseconds: one P serves thousands of requests a second. With a P
-// per CPU the Go scheduler wakes an idle P (a thread that spins, finds
-// nothing and sleeps) at nearly every hand-off of a request between
-// goroutines, CPU taken from the renders: measured with two Node workers
-// at 2,000 requests/s, 162-185 ms of CPU per 1,000 requests on one P
-// against 239-257 ms on two, at the same throughput (docs/benchmarks.md,
-// issue 15). Upstreams elsewhere leave sluice the machine, and library
-// mode runs the application itself: both keep every CPU.
+// Fewer Ps than CPUs is a trade, so it is the operator's to make. With
+// one P the front spends a quarter less CPU per request (no idle P for
+// the scheduler to wake at each hand-off between goroutines: at 2,000
+// requests/s to two Node workers, 162-202 ms of CPU per 1,000 requests
+// against 239-274 ms on two), but a dispatch then waits behind whatever
+// else the one P is doing: behind sluice on one P, two React renderers
+// under 4x and 8x overload served 11-28% less than on two, measured
+// side by side (docs/benchmarks.md, "One P for the front").
 func Procs(cfg *config.Config, cpus int) int {
-	switch {
-	case cfg.Server.Procs > 0:
+	if cfg.Server.Procs > 0 {
 		return cfg.Server.Procs
-	case cfg.Workers != nil, cfg.Upstreams != nil && localUpstreams(cfg.Upstreams.Servers):
-		return max(1, cpus/4)
 	}
 	return cpus
-}
-
-// localUpstreams reports whether every upstream is on this machine: a
-// unix socket, a loopback IP or localhost.
-func localUpstreams(servers []config.Upstream) bool {
-	for _, u := range servers {
-		if strings.HasPrefix(u.Address, "unix:") {
-			continue
-		}
-		host, _, err := net.SplitHostPort(u.Address)
-		if err != nil {
-			return false
-		}
-		if host == "localhost" {
-			continue
-		}
-		if ip, err := netip.ParseAddr(host); err != nil || !ip.IsLoopback() {
-			return false
-		}
-	}
-	return len(servers) > 0
 }

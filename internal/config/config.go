@@ -111,12 +111,12 @@ type Server struct {
 	// at once, before anything is read. 0 = unlimited.
 	MaxConnections int `yaml:"maxConnections"`
 	// Procs is how many CPUs sluice's own Go runtime runs on at once
-	// (GOMAXPROCS). 0, the default: in front mode with supervised
-	// workers, or upstreams all on loopback addresses or unix sockets, a
-	// quarter of the usable CPUs, at least one, leaving the rest to the
-	// workers (a front with one P spends a third less CPU per request: no
-	// idle P for each hand-off to wake); otherwise all of them. The
-	// GOMAXPROCS environment variable, when set, wins.
+	// (GOMAXPROCS). 0, the default: every usable CPU. Fewer leave more to
+	// workers on the same machine (one P spends a quarter less CPU per
+	// request: no idle P to wake at each hand-off) but make a dispatch
+	// wait behind the front's other work, which cost CPU-bound renderers
+	// goodput under heavy overload. The GOMAXPROCS environment variable,
+	// when set, wins.
 	Procs int `yaml:"procs"`
 	// SendTimeout is how long a client may take no byte of its response
 	// before it is cut (each write, not the whole response: streams live
