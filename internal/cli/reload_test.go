@@ -16,7 +16,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -77,39 +76,11 @@ workers:
 		t.Errorf("an invalid reload rolled the workers: PIDs %v, were %v", now, first)
 	}
 
-	stop := make(chan struct{})
-	failures := make(chan string, 1000)
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if code, _, body := get("http://"+addr+"/?cpu=1", 10*time.Second); code != http.StatusOK {
-				failures <- fmt.Sprintf("%d %s", code, body)
-			}
-		}
-	})
+	stopLoad := keepRequesting("http://"+addr+"/?cpu=1", 1)
 	rewrite(t, path, good(1, "5s", "v2"))
 	p.Cmd.Process.Signal(syscall.SIGHUP)
-	waitStats(t, adminAddr, func(s app.Stats) bool {
-		ready := 0
-		for _, w := range s.Workers {
-			if first[w.PID] {
-				return false
-			}
-			if w.State == "ready" {
-				ready++
-			}
-		}
-		return ready == 2 && s.Admission.Limit == 1
-	})
-	close(stop)
-	wg.Wait()
-	close(failures)
-	for f := range failures {
+	waitStats(t, adminAddr, func(s app.Stats) bool { return replaced(s, first, 2) && s.Admission.Limit == 1 })
+	for _, f := range stopLoad() {
 		t.Errorf("a request failed during the reload: %s", f)
 	}
 	if code, _, body := get("http://"+addr+"/?cpu=0", 5*time.Second); code != http.StatusOK || !strings.Contains(body, "worker v2-") {
