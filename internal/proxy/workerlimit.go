@@ -33,23 +33,43 @@ const DefaultWorkerLimitWindow = 100 * time.Millisecond
 
 // Constants of the per-worker rule.
 const (
-	// gradientTolerance is how much slower than its no-load latency a
-	// worker that reports no saturation may get before its limit shrinks.
-	gradientTolerance = 1.5
 	// gradientMinSamples is the fewest completions a window of a worker
 	// that reports no saturation needs: its latency is the only evidence.
 	gradientMinSamples = 4
+	// probeGain is the share of a request's worth of throughput each
+	// request a probe adds must bring (or a probe down may lose) for the
+	// probe to be kept. A fixed tolerance on latency (1.5 times the no-load
+	// rtt, as this rule had) held async workers on a busy machine at a
+	// third of what they served at a fixed 32: there every request is a
+	// little slower for each one added, and throughput still grows.
+	probeGain = 0.5
+	// gradientTolerance is how much slower than its no-load latency a
+	// worker's requests may get with a probe up kept whatever its
+	// throughput did: the requests added did not queue inside it. Noise in
+	// a window's throughput then cannot hold an async worker low.
+	gradientTolerance = 1.5
+	// slowStartTolerance is how near its no-load latency a worker's
+	// requests must have stayed through a probe up for the next to double
+	// the limit rather than add its square root: an async worker far from
+	// its knee gets there in a few steps.
+	slowStartTolerance = 1.2
+	// probeBusy is the share of its limit a worker must hold on average
+	// for a probe down: below it the limit does not bind.
+	probeBusy = 0.8
+	// rttJump is how much slower than when its limit was last judged a
+	// worker's requests may get before it is probed down at once.
+	rttJump = 1.5
 	// guardGrowth and guardCut bound the saturation rule by latency: a
 	// worker whose requests take guardGrowth times its no-load latency is
-	// not given more, one at guardCut is given less. Looser than the
-	// latency rule's tolerance: an async worker's latency is mostly its own
-	// I/O wait plus a front's scheduling delays on a busy machine, and the
-	// 1.5 of the latency rule held such workers at a third of what their
-	// event loops could take (measured on real Node workers, 60 ms waits).
+	// not given more, one at guardCut is given less. Loose: an async
+	// worker's latency is mostly its own I/O wait plus a front's
+	// scheduling delays on a busy machine, and a bound of 1.5 held such
+	// workers at a third of what their event loops could take (measured
+	// on real Node workers, 60 ms waits).
 	guardGrowth = 2
 	guardCut    = 3
-	// probeHoldMax bounds how long a latency-judged worker waits before it
-	// probes a higher limit again after a probe failed.
+	// probeHoldMax bounds how long a worker that reports nothing waits
+	// before it probes again after probes failed.
 	probeHoldMax = 5 * time.Second
 )
 
@@ -79,27 +99,52 @@ const (
 // queued inside it. The limit does not grow when it is not reached.
 //
 // The latency bounds are a guard: the mean time a request held the worker
-// (rtt) against its no-load latency (baseline, as below). A loop can look idle
-// while requests wait: the front, short of CPU, is slow to hand the
-// worker its next request and to read its answer, and that time counts as
-// occupancy the loop did not use, so the projection grows the limit; or
-// the worker's own CPU is taken by its neighbours. Requests then queue
-// inside the worker, where only latency shows it.
+// (rtt) against its no-load latency (baseline: the rtt of the last window
+// in which the worker never held two requests at once, or the lowest rtt
+// seen since, whichever is lower; so a worker that became slower for good
+// is followed, and steady queueing inside a worker never drags the
+// baseline up). A loop can look idle while requests wait: the front, short
+// of CPU, is slow to hand the worker its next request and to read its
+// answer, and that time counts as occupancy the loop did not use, so the
+// projection grows the limit; or the worker's own CPU is taken by its
+// neighbours. Requests then queue inside the worker, where only latency
+// shows it.
 //
-// When the worker reports nothing, its latency is the evidence: the mean
-// time a request holds the worker (rtt) over a window of at least
-// gradientMinSamples completions, against the no-load latency (baseline:
-// the rtt of the last window in which the worker never held two requests
-// at once, or the lowest rtt seen since, whichever is lower; so a worker
-// that became slower for good is followed, and steady queueing inside a
-// worker never drags the baseline up):
+// When the worker reports nothing, its throughput is the evidence: it
+// climbs the curve of throughput against its limit. By Little's law a
+// window's throughput is X = occupancy / rtt (rtt: the mean time a request
+// held the worker; occupancy as above, so the gap a single-threaded worker
+// idles between a response and its next request is counted). A probe moves
+// the limit by max(1, ceil(sqrt(L))), lets the requests sent before it
+// complete (the windows that end within an rtt of it are not judged) and
+// judges the next window: from L0 (throughput X0) to L it is kept when
 //
-//	rtt > gradientTolerance x baseline and peak >= L/2:  L = max(1, floor(L x gradientTolerance x baseline / rtt))
-//	rtt <= gradientTolerance x baseline and peak >= L, hold over:  L = L + max(1, ceil(sqrt(L)))
+//	X / X0 >= 1 + probeGain x (L / L0 - 1)
 //
-// A step up whose next window shrinks the limit again was a failed probe:
-// the next probe waits twice as long (up to probeHoldMax), so a CPU-bound
-// worker spends most of its time at 1.
+// that is, when each request added brought at least half a request's
+// worth of throughput (a step down: lost at most half of one), or, for a
+// probe up, when rtt stayed within gradientTolerance of the no-load
+// latency (baseline, as above): the requests added did not queue, and a
+// window's noisy throughput does not hold an async worker low. As with a
+// worker that reports, a probe up is never kept past guardGrowth times
+// the no-load latency, and a worker past guardCut is probed down at once:
+// the front's queue is judged against the service time (see
+// admission.codelFloor), so latency bought for a little throughput would
+// be paid again in the queue. A
+// single-threaded CPU-bound worker gains nothing from a second request at
+// once (its rtt doubles), so it stays at 1; an async worker gains until its
+// loop is busy, or until the front and its neighbours, short of CPU, make
+// every request slower by as much as a request adds: both where adding more
+// only adds latency. A failed probe is undone, the next one goes the other
+// way, and it waits twice as long (up to probeHoldMax); a kept one is
+// followed by the next at once, doubling the limit (until the first probe
+// fails, as TCP's slow start) while latency stays within
+// slowStartTolerance of the no-load one. A probe up needs the limit reached (peak >=
+// L), a probe down a worker busy at its limit (occupancy >= 0.8 L), so that
+// neither light load nor a lull walks the limit. A worker that became
+// slower (rtt over rttJump times the rtt its limit was judged at, or over
+// guardCut times the no-load latency) is probed down at once, so that a worker whose renders doubled is followed in a
+// second or two rather than after the hold.
 type workerLimit struct {
 	max    int
 	maxSat float64
@@ -118,10 +163,20 @@ type workerLimit struct {
 	dropped   bool
 	badReport uint64 // reports outside [0, 1] or malformed, ever
 
-	baseline  float64 // no-load latency, ns; 0 until known
-	probed    bool    // the last change was a latency probe up
-	hold      time.Duration
-	holdUntil time.Time
+	baseline float64 // no-load latency, ns; 0 until known
+
+	// The throughput climb of a worker that reports nothing.
+	settle      bool      // the limit just changed: windows are not judged
+	settleUntil time.Time // the last window that is not judged ends after this
+	probeFrom   int       // the limit a probe left; 0: no probe pending
+	probeX      float64   // the throughput at probeFrom
+	probeRTT    float64   // the rtt at probeFrom, ns
+	down        bool      // the next probe goes down
+	fast        bool      // the last probe up left latency near no-load: double
+	ramped      bool      // a probe failed: no more doubling
+	judgedRTT   float64   // the rtt at which the limit was last judged, ns
+	hold        time.Duration
+	holdUntil   time.Time
 }
 
 func newWorkerLimit(now time.Time, initial, max int, o WorkerLimit) *workerLimit {
@@ -202,7 +257,7 @@ func (w *workerLimit) decide(now time.Time) (int, bool) {
 	case reported || w.dropped && w.n == 0:
 		next = w.saturationRule(l, peak, occupancy)
 	default:
-		next = w.latencyRule(now, l, peak)
+		next = w.latencyRule(now, l, peak, occupancy)
 	}
 	next = min(max(next, 1), w.max)
 
@@ -248,29 +303,86 @@ func (w *workerLimit) saturationRule(l, peak int, occupancy float64) int {
 	return l
 }
 
-func (w *workerLimit) latencyRule(now time.Time, l, peak int) int {
+func (w *workerLimit) latencyRule(now time.Time, l, peak int, occupancy float64) int {
 	if w.dropped {
+		// A request outlived its budget: back off, and judge afresh.
+		w.probeFrom, w.fast, w.ramped = 0, false, true
+		w.settleFor(now, w.judgedRTT)
 		w.probeFailed(now)
 		return int(math.Floor(0.9 * float64(l)))
 	}
 	rtt := w.sumRTT / float64(w.n)
 	w.learnBaseline(rtt, peak)
-	wasProbe := w.probed
-	w.probed = false
-	switch {
-	case rtt > gradientTolerance*w.baseline && 2*peak >= l:
-		if wasProbe {
-			w.probeFailed(now)
-		}
-		return int(math.Floor(float64(l) * gradientTolerance * w.baseline / rtt))
-	case peak >= l && !now.Before(w.holdUntil):
-		if wasProbe {
-			w.hold = w.window // the last probe held: probe freely
-		}
-		w.probed = true
-		return l + max(1, int(math.Ceil(math.Sqrt(float64(l)))))
+	if w.settle {
+		// The requests that complete for a while after a change were sent
+		// under the old limit (or waited behind those that were): the
+		// first window that starts a whole rtt after it is judged.
+		w.settle = now.Before(w.settleUntil)
+		return l
 	}
-	return l
+	x := occupancy / rtt
+	if from := w.probeFrom; from > 0 {
+		w.probeFrom = 0
+		want := 1 + probeGain*(float64(l)/float64(from)-1)
+		up := l > from
+		near := up && rtt <= gradientTolerance*w.baseline
+		gained := x >= want*w.probeX && (!up || rtt <= guardGrowth*w.baseline)
+		if near || gained {
+			// Kept: the next probe, the same way, at once.
+			w.hold, w.holdUntil = w.window, now
+			w.judgedRTT, w.down = rtt, l < from
+			// Far from queueing: the next step doubles the limit.
+			w.fast = up && !w.ramped && rtt <= slowStartTolerance*w.baseline
+			return w.probe(now, l, peak, x, rtt, occupancy >= probeBusy*float64(l), false)
+		}
+		w.fast, w.ramped = false, true
+		// Failed: back to from, whose rtt is the one to judge by from now
+		// on (a worker slower for good is not probed down again and
+		// again); the next probe goes the other way, later.
+		w.down = l > from
+		w.judgedRTT = w.probeRTT
+		w.probeFailed(now)
+		w.settleFor(now, rtt)
+		return from
+	}
+	if w.judgedRTT == 0 {
+		w.judgedRTT = rtt
+	}
+	busy := occupancy >= probeBusy*float64(l)
+	slower := busy && (rtt > rttJump*w.judgedRTT || rtt > guardCut*w.baseline)
+	if now.Before(w.holdUntil) && !slower {
+		return l
+	}
+	return w.probe(now, l, peak, x, rtt, busy, slower)
+}
+
+// probe starts a probe from l, at throughput x, if one is due: down when
+// the worker is busy at its limit and the last probe up failed or it became
+// slower, else up when the limit was reached. It returns the limit to try.
+func (w *workerLimit) probe(now time.Time, l, peak int, x, rtt float64, busy, slower bool) int {
+	step := max(1, int(math.Ceil(math.Sqrt(float64(l)))))
+	var next int
+	switch {
+	case l > 1 && busy && (w.down || slower):
+		next = l - min(step, l-1)
+	case peak >= l && l < w.max:
+		if w.fast {
+			step = l
+		}
+		next = min(l+step, w.max)
+	default:
+		return l
+	}
+	w.probeFrom, w.probeX, w.probeRTT = l, x, rtt
+	// Requests sent after a step up may wait behind the added ones: as
+	// long as next/l rtts where the worker gains nothing from them.
+	w.settleFor(now, rtt*max(1, float64(next)/float64(l)))
+	return next
+}
+
+// settleFor leaves the windows that end within rtt of now unjudged.
+func (w *workerLimit) settleFor(now time.Time, rtt float64) {
+	w.settle, w.settleUntil = true, now.Add(time.Duration(rtt))
 }
 
 // learnBaseline takes a window's mean latency as the no-load latency when
@@ -281,7 +393,7 @@ func (w *workerLimit) learnBaseline(rtt float64, peak int) {
 	}
 }
 
-// probeFailed backs the next latency probe off.
+// probeFailed backs the next probe off.
 func (w *workerLimit) probeFailed(now time.Time) {
 	w.hold = min(2*w.hold, probeHoldMax)
 	w.holdUntil = now.Add(w.hold)
