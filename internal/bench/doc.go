@@ -12,7 +12,8 @@
 // (NginxConfig, HAProxyConfig, SluiceConfig), the round-robin proxy
 // (RoundRobin), the library-face servers (LibHandler), closed-loop capacity
 // measurement (Capacity), the real Node.js workers of scenarios node-react
-// and node-async (StartNodeWorkers, NodeWorkloads, internal/bench/node/counters.js),
+// and node-async, and of their -quiet twins whose workers report no
+// saturation (StartNodeWorkers, NodeWorkloads, internal/bench/node/counters.js),
 // and the figures drawn from reports (Recovery, Wasted, Median, BusyShare,
 // the charts).
 //

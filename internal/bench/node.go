@@ -25,6 +25,14 @@ const (
 	// on a timer (a data fetch) and then a small page (NodeAsyncItems
 	// cards, a render of about 2 ms).
 	ScenarioNodeAsync = "node-async"
+	// ScenarioNodeReactQuiet and ScenarioNodeAsyncQuiet are the same
+	// workloads on workers that report no saturation (Sluice-Saturation
+	// dropped, as from a worker not run by sluice-worker): sluice's
+	// per-worker limit then has only their throughput to go by.
+	ScenarioNodeReactQuiet = ScenarioNodeReact + quiet
+	ScenarioNodeAsyncQuiet = ScenarioNodeAsync + quiet
+
+	quiet = "-quiet"
 )
 
 // DefaultNodeWorker is the worker script, relative to the repository root.
@@ -54,6 +62,9 @@ type NodeWorkload struct {
 	// IOWait is the wait each request makes before it renders; 0 for a
 	// CPU-bound workload.
 	IOWait time.Duration
+	// Quiet runs the workers with BENCH_NO_SATURATION=1: they report no
+	// saturation.
+	Quiet bool
 	// CapacityClients is the number of closed-loop clients per worker in
 	// the capacity measurement: enough that the worker never idles.
 	CapacityClients int
@@ -67,8 +78,20 @@ type NodeWorkload struct {
 	P99Target time.Duration
 }
 
-// NodeWorkloads returns the Node.js scenarios' workloads.
+// NodeWorkloads returns the Node.js scenarios' workloads: each of the two
+// with workers that report their saturation, then with workers that do
+// not.
 func NodeWorkloads() []NodeWorkload {
+	ws := reportingNodeWorkloads()
+	for _, w := range reportingNodeWorkloads() {
+		w.Scenario += quiet
+		w.Quiet = true
+		ws = append(ws, w)
+	}
+	return ws
+}
+
+func reportingNodeWorkloads() []NodeWorkload {
 	return []NodeWorkload{
 		{
 			Scenario: ScenarioNodeReact, Query: "?page=7", Items: NodeReactItems,
@@ -171,9 +194,10 @@ var nodeCounters []byte
 
 // StartNodeWorkers starts n Node.js workers (nodeBin script, with
 // internal/bench/node/counters.js preloaded, written to logDir) on free ports of
-// 127.0.0.1, with BENCH_PAGE_ITEMS=items when items > 0, and waits until
-// each answers readyPath. Their output goes to logDir/node-worker-N.log.
-func StartNodeWorkers(ctx context.Context, nodeBin, script string, n, items int, readyPath, logDir string) (*Pool, error) {
+// 127.0.0.1, for workload w (BENCH_PAGE_ITEMS=w.Items when w.Items > 0,
+// BENCH_NO_SATURATION=1 when w.Quiet), and waits until each answers
+// readyPath. Their output goes to logDir/node-worker-N.log.
+func StartNodeWorkers(ctx context.Context, nodeBin, script string, n int, w NodeWorkload, readyPath, logDir string) (*Pool, error) {
 	if _, err := os.Stat(script); err != nil {
 		return nil, fmt.Errorf("bench: the Node.js worker: %w (run from the repository root, or give -node-worker)", err)
 	}
@@ -186,8 +210,11 @@ func StartNodeWorkers(ctx context.Context, nodeBin, script string, n, items int,
 	}
 	return startWorkers(ctx, n, readyPath, logDir, func(i, port int) procSpec {
 		env := []string{"PORT=" + strconv.Itoa(port), "NODE_ENV=production"}
-		if items > 0 {
-			env = append(env, "BENCH_PAGE_ITEMS="+strconv.Itoa(items))
+		if w.Items > 0 {
+			env = append(env, "BENCH_PAGE_ITEMS="+strconv.Itoa(w.Items))
+		}
+		if w.Quiet {
+			env = append(env, "BENCH_NO_SATURATION=1")
 		}
 		return procSpec{name: fmt.Sprintf("node-worker-%d", i+1), env: env, argv: []string{nodeBin, "-r", preload, script}}
 	})

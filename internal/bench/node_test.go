@@ -246,7 +246,8 @@ func TestHAProxyConfigMaxConn(t *testing.T) {
 
 // TestNodeCounters starts the example's real worker with the suite's
 // preload, when node and the example's dependencies are there: the stats
-// path counts renders and requests, BENCH_PAGE_ITEMS shrinks the page.
+// path counts renders and requests, BENCH_PAGE_ITEMS shrinks the page,
+// BENCH_NO_SATURATION drops the saturation report.
 func TestNodeCounters(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -261,7 +262,7 @@ func TestNodeCounters(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 9*time.Second)
 	defer cancel()
-	pool, err := StartNodeWorkers(ctx, node, script, 1, 3, NodeReadyPath, t.TempDir())
+	pool, err := StartNodeWorkers(ctx, node, script, 1, NodeWorkload{Items: 3}, NodeReadyPath, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,6 +298,26 @@ func TestNodeCounters(t *testing.T) {
 	}
 	if st, err := pool.Stats(ctx); err != nil || warmed != 1 || st.Rendered != 1 {
 		t.Errorf("after Restart: got %d warm-ups, stats %+v (%v); want 1 warm-up and its one render in a fresh count", warmed, st, err)
+	}
+
+	quiet, err := StartNodeWorkers(ctx, node, script, 1, NodeWorkload{Quiet: true}, NodeReadyPath, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer quiet.Stop()
+	// BENCH_NO_SATURATION drops the worker's saturation report.
+	for _, tc := range []struct {
+		addr string
+		want bool
+	}{{pool.Addrs[0], true}, {quiet.Addrs[0], false}} {
+		resp, err := c.Get("http://" + tc.addr + "/?page=1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if _, got := resp.Header["Sluice-Saturation"]; got != tc.want {
+			t.Errorf("%s: Sluice-Saturation sent: %t, want %t", tc.addr, got, tc.want)
+		}
 	}
 }
 

@@ -59,14 +59,14 @@ type nodeFile struct {
 // interleaved at each point; then, if asked, nginx -> HAProxy at the
 // sweep's best N over the same points; then the setup without admission.
 func (s *Suite) nodeScenario(ctx context.Context, w NodeWorkload) error {
-	if w.Scenario == ScenarioNodeReact && s.o.NodeReactItems != 0 {
+	if (w.Scenario == ScenarioNodeReact || w.Scenario == ScenarioNodeReactQuiet) && s.o.NodeReactItems != 0 {
 		w.Items = max(s.o.NodeReactItems, 0)
 	}
 	dir := filepath.Join(s.o.WorkDir, w.Scenario)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	pool, err := StartNodeWorkers(ctx, s.o.NodeBin, s.o.NodeWorker, s.o.Workers, w.Items, NodeReadyPath, dir)
+	pool, err := StartNodeWorkers(ctx, s.o.NodeBin, s.o.NodeWorker, s.o.Workers, w, NodeReadyPath, dir)
 	if err != nil {
 		return err
 	}

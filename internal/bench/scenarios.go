@@ -25,9 +25,11 @@ const (
 )
 
 // Scenarios lists every scenario: the Go demo workers', then the Node.js
-// workers' (node-react, node-async; see NodeWorkloads), then hop-cpu.
+// workers' (node-react, node-async and the two on workers that report no
+// saturation; see NodeWorkloads), then hop-cpu.
 func Scenarios() []string {
-	return []string{ScenarioGoodput, ScenarioDrop, ScenarioRetry, ScenarioTenants, ScenarioHetero, ScenarioHop, ScenarioNodeReact, ScenarioNodeAsync, ScenarioHopCPU}
+	return []string{ScenarioGoodput, ScenarioDrop, ScenarioRetry, ScenarioTenants, ScenarioHetero, ScenarioHop,
+		ScenarioNodeReact, ScenarioNodeAsync, ScenarioNodeReactQuiet, ScenarioNodeAsyncQuiet, ScenarioHopCPU}
 }
 
 // Multiples are the offered loads of scenario goodput, in capacities.

@@ -12,6 +12,10 @@
 // instead of the example's 200: the async workload's small page (a ~2 ms
 // render after its I/O wait), which worker.js has no query parameter for.
 //
+// With BENCH_NO_SATURATION=1 the worker's Sluice-Saturation header is
+// dropped before it is written: a worker that reports nothing, as one not
+// run by sluice-worker, whose limit sluice finds from its throughput alone.
+//
 // The worker is the main module (process.argv[1]); react-dom/server and
 // page.js are resolved from its directory, so that the worker gets the
 // very module objects changed here. Written by the suite (internal/bench/node).
@@ -45,6 +49,14 @@ if (items > 0) {
   page.listings = function fewerListings(n) {
     const data = listings(n);
     return { ...data, items: data.items.slice(0, items) };
+  };
+}
+
+if (process.env.BENCH_NO_SATURATION === '1') {
+  const setHeader = http.ServerResponse.prototype.setHeader;
+  http.ServerResponse.prototype.setHeader = function quietSetHeader(name, value) {
+    if (String(name).toLowerCase() === 'sluice-saturation') return this;
+    return setHeader.call(this, name, value);
   };
 }
 
