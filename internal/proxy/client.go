@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/textproto"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -104,7 +105,7 @@ func (cl *workerClient) roundTrip(c *call, req *http.Request, bodyLen int64) (*h
 			return nil, err
 		}
 		resp, retry, err := cl.send(c, wc, req, bodyLen, reused)
-		if err == nil || !retry {
+		if err == nil || !retry || err == errPending {
 			return resp, err
 		}
 		if req.GetBody != nil {
@@ -133,6 +134,54 @@ func (cl *workerClient) send(c *call, wc *workerConn, req *http.Request, bodyLen
 	} else {
 		werr = writeRequest(wc, req)
 	}
+	if werr == nil && c.inline && wdone == nil && awaitFirstByte(c, wc) {
+		c.pending = &pendingSend{wc: wc, w0: w0, r0: r0}
+		return nil, false, errPending
+	}
+	return cl.receive(c, wc, req, werr, wdone, w0, r0, reused)
+}
+
+// errPending is roundTrip's answer, for a call with a wait, when the
+// worker has not begun to answer by then: the connection stays in use,
+// and resume reads the response.
+var errPending = errors.New("proxy: the worker has not answered yet")
+
+// pendingSend is a request written whose response has not begun.
+type pendingSend struct {
+	wc     *workerConn
+	w0, r0 int64
+}
+
+// awaitFirstByte waits until wc has a byte of the response to read, or
+// c's wait passes (zero: no bound), or c is interrupted; true means one of
+// the last two with nothing read, so that the response can be read whole
+// later, on another goroutine.
+func awaitFirstByte(c *call, wc *workerConn) bool {
+	if wc.br.Buffered() > 0 {
+		return false
+	}
+	_ = wc.c.SetReadDeadline(c.wait)
+	if c.interrupted.Load() {
+		_ = wc.c.SetReadDeadline(time.Time{})
+		return true
+	}
+	_, err := wc.br.Peek(1)
+	_ = wc.c.SetReadDeadline(time.Time{})
+	return errors.Is(err, os.ErrDeadlineExceeded) && wc.br.Buffered() == 0
+}
+
+// resume reads the response to a request roundTrip left pending.
+func (cl *workerClient) resume(c *call, req *http.Request) (*http.Response, error) {
+	ps := c.pending
+	c.pending = nil
+	resp, _, err := cl.receive(c, ps.wc, req, nil, nil, ps.w0, ps.r0, false)
+	return resp, err
+}
+
+// receive reads the response to req, written on wc (werr: how the write
+// failed; wdone: the writer running apart), and settles the connection as
+// send describes.
+func (cl *workerClient) receive(c *call, wc *workerConn, req *http.Request, werr error, wdone chan error, w0, r0 int64, reused bool) (*http.Response, bool, error) {
 	var resp *http.Response
 	var rerr error
 	if werr == nil {
@@ -515,7 +564,7 @@ func (b *workerBody) Read(p []byte) (int, error) {
 		return 0, io.EOF
 	}
 	n, err := b.body.Read(p)
-	if err != nil {
+	if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
 		b.finish(err == io.EOF)
 	}
 	return n, err

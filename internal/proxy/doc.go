@@ -85,11 +85,18 @@
 // # The connection to a worker
 //
 // HTTP/1.1 over kept-alive connections, spoken by the proxy's own client
-// (client.go) rather than net/http's Transport: the exchange's goroutine
-// writes the request (one write when it fits 32 KiB) and reads the
-// response itself, with no reader and writer goroutines per connection to
-// hand off to, and counts the bytes that decide whether a request reached
-// its worker. Requests and responses are still written and parsed as
+// (client.go) rather than net/http's Transport: the exchange writes the
+// request (one write when it fits 32 KiB) and reads the response itself,
+// with no reader and writer goroutines per connection to hand off to, and
+// counts the bytes that decide whether a request reached its worker. It
+// runs on the handler's goroutine (exchange.serve): a response buffered
+// whole costs no goroutine hand-off at all. What outlives the handler's
+// wait moves to a pooled runner (runner.go) and the handler awaits it as
+// before: a worker that has not begun to answer when the budget runs out
+// or the client leaves (a read deadline, set by the budget or by the
+// client's context, ends the wait before any byte of the response is
+// read, so the runner reads it whole), a body still coming then, and a
+// streamed response. Requests and responses are still written and parsed as
 // net/http does. Idle connections per worker are kept up to its
 // Concurrency (an adaptive worker's ceiling), so a worker at its limit
 // never needs a new one.

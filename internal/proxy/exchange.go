@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,6 +49,11 @@ type exchange struct {
 	// reads the body, read by finish on the same goroutine.
 	reported, satOK bool
 	sat             float64
+
+	hung *time.Timer // aborts the call after hangAfter of silence; nil: never
+	// inlineW is the client's writer while the response's header is read
+	// on the handler's goroutine (runInline), for 1xx responses.
+	inlineW http.ResponseWriter
 
 	mu       sync.Mutex
 	state    xstate
@@ -98,16 +104,95 @@ func signal(c chan struct{}) {
 // goroutine, which ends when the worker has finished, failed, or was found
 // hung.
 func (x *exchange) run() {
-	var hung *time.Timer
-	if x.hangAfter > 0 {
-		hung = time.AfterFunc(x.hangAfter, func() { x.call.abort(errHung) })
-	}
+	x.armHung()
 	resp, err := x.ep.client.roundTrip(&x.call, x.req, x.req.ContentLength)
+	x.afterHead(resp, err)
+}
+
+// runInline runs the exchange on the handler's goroutine, which saves the
+// two goroutine hand-offs per request that run costs (on a front with an
+// idle CPU, each wakes a thread). It returns once the response is read
+// whole, or, having handed the rest to a runner, when the worker has not
+// begun to answer by wait (zero: no bound) or answered with a stream, or
+// its body is still coming at wait: the handler then awaits as after run.
+// REQUIRES x.call.beginInline(wait) called.
+func (x *exchange) runInline(w http.ResponseWriter, wait time.Time) (handedOff bool) {
+	x.armHung()
+	x.inlineW = w
+	resp, err := x.ep.client.roundTrip(&x.call, x.req, x.req.ContentLength)
+	x.inlineW = nil
+	if err == errPending {
+		x.handOff((*resumeTask)(x))
+		return true
+	}
 	if err != nil {
-		x.finish(nil, err, hung)
+		x.finish(nil, err, x.hung)
+		return false
+	}
+	x.takeResponse(resp)
+	x.mu.Lock()
+	stream := x.stream
+	x.mu.Unlock()
+	if stream {
+		x.handOff((*bodyTask)(x))
+		return true
+	}
+	return x.readBody(resp, true, wait)
+}
+
+// handOff ends the inline part of the exchange and runs t, the rest of
+// it, on a runner.
+func (x *exchange) handOff(t task) {
+	x.call.endInline()
+	x.p.runs.start(t)
+}
+
+// armHung starts the hang timer: past hangAfter of silence the call is
+// aborted.
+func (x *exchange) armHung() {
+	if x.hangAfter > 0 {
+		x.hung = time.AfterFunc(x.hangAfter, func() { x.call.abort(errHung) })
+	}
+}
+
+// resumeTask reads the response runInline left pending, on a runner.
+type resumeTask exchange
+
+func (t *resumeTask) run() {
+	x := (*exchange)(t)
+	resp, err := x.ep.client.resume(&x.call, x.req)
+	x.afterHead(resp, err)
+}
+
+// bodyTask reads the body of the response runInline took, on a runner.
+type bodyTask exchange
+
+func (t *bodyTask) run() {
+	x := (*exchange)(t)
+	x.readBody(x.resp, false, time.Time{})
+}
+
+// afterHead takes the response, or the failure, of the request.
+func (x *exchange) afterHead(resp *http.Response, err error) {
+	if err != nil {
+		x.finish(nil, err, x.hung)
 		return
 	}
 	x.takeResponse(resp)
+	x.readBody(resp, false, time.Time{})
+}
+
+// readBody reads resp's body until the worker has finished, then finishes
+// the exchange. Inline (runInline's), it reads on the handler's goroutine:
+// it never waits for the handler, and when a read would pass wait (zero:
+// no bound), or the memory to read into is not there, it hands the rest to
+// a runner and returns true.
+func (x *exchange) readBody(resp *http.Response, inline bool, wait time.Time) (handedOff bool) {
+	hung := x.hung
+	if inline && !wait.IsZero() {
+		// Until endInline clears it.
+		_ = x.call.setReadDeadline(wait)
+	}
 	var rb *[]byte // the buffer read into; its memory is reserved
 	defer func() {
 		if rb != nil {
@@ -116,10 +201,22 @@ func (x *exchange) run() {
 	}()
 	for {
 		if rb == nil {
+			if inline && !x.p.mem.reserve(bufSize) {
+				x.handOff((*bodyTask)(x))
+				return true
+			}
 			rb = x.p.getBuf()
-			x.reserveBuf(hung)
+			if !inline {
+				x.reserveBuf(hung)
+			}
 		}
-		n, rerr := resp.Body.Read(*rb)
+		var n int
+		var rerr error
+		if inline && x.call.interrupted.Load() {
+			rerr = os.ErrDeadlineExceeded // the read would end so at once
+		} else {
+			n, rerr = resp.Body.Read(*rb)
+		}
 		if hung != nil {
 			hung.Reset(x.hangAfter)
 		}
@@ -127,13 +224,20 @@ func (x *exchange) run() {
 		if n > 0 && x.state != abandoned {
 			rb = x.appendLocked(rb, n)
 		}
+		if inline && errors.Is(rerr, os.ErrDeadlineExceeded) {
+			// The budget is spent with the body still coming: the rest
+			// is read on a runner, the handler answers 504.
+			x.mu.Unlock()
+			x.handOff((*bodyTask)(x))
+			return true
+		}
 		if rerr != nil {
 			x.mu.Unlock()
 			if rerr == io.EOF {
 				rerr = nil
 			}
 			x.finish(resp, rerr, hung)
-			return
+			return false
 		}
 		// More than limit is waiting for the client: stop reading, so that
 		// the worker finishes no sooner than the client lets it.
@@ -339,13 +443,66 @@ func (x *exchange) abandonLocked() {
 	x.chunks, x.pending = nil, 0
 }
 
+// spent is a budget that ran out: await's zero budget.
+var spent = func() <-chan time.Time {
+	c := make(chan time.Time)
+	close(c)
+	return c
+}()
+
+// serve runs x and waits for the handler's next step, as await. It runs
+// x on the handler's goroutine (runInline) unless the request's body is
+// written apart (a large one), and then awaits what is left, if anything.
+// A client that left while x ran inline is told of as await would
+// (outcomeGone), the response wasted.
+func (x *exchange) serve(ctx context.Context, w http.ResponseWriter, budget time.Duration) outcome {
+	if x.body != nil && x.body.n > syncWriteMax {
+		x.p.runs.start(x)
+		return x.await(ctx, w, budget)
+	}
+	var wait time.Time
+	if budget >= 0 {
+		wait = x.start.Add(budget)
+	}
+	// A client that leaves frees the handler at once, as await would.
+	x.call.beginInline(wait)
+	stop := context.AfterFunc(ctx, x.call.interrupt)
+	handedOff := x.runInline(w, wait)
+	stop()
+	if handedOff {
+		if budget >= 0 {
+			budget = max(time.Until(wait), 0) // what is left; 0: spent
+		}
+		return x.await(ctx, w, budget)
+	}
+	x.call.endInline()
+	if ctx.Err() != nil {
+		x.mu.Lock()
+		failed, served := x.failed, x.err == nil
+		if !failed {
+			x.abandonLocked()
+		}
+		x.mu.Unlock()
+		if !failed {
+			if served {
+				x.p.wasted.Add(1)
+			}
+			return outcomeGone
+		}
+	}
+	return x.await(ctx, w, budget)
+}
+
 // await waits for the handler's next step: the first batch of the response
 // is ready, the exchange failed before it (the permit is then the
-// handler's), the budget ran out (a positive budget only), or the client
-// left.
+// handler's), the budget ran out (negative: none; zero: spent already),
+// or the client left.
 func (x *exchange) await(ctx context.Context, w http.ResponseWriter, budget time.Duration) outcome {
 	var expired <-chan time.Time
-	if budget > 0 {
+	switch {
+	case budget == 0:
+		expired = spent
+	case budget > 0:
 		t := time.NewTimer(budget)
 		defer t.Stop()
 		expired = t.C

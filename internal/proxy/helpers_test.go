@@ -31,6 +31,8 @@ import (
 //	/echo      answers the request body, and the request headers as X-Got-*
 //	/die       closes the connection without answering
 //	/cut       sends headers, 10 of 100 promised bytes, then closes
+//	/halt/K    sends headers and 10 of 20 promised bytes, waits for gate
+//	           K, then sends the rest
 //	/streamcut/K sends headers and 10 bytes without a length, waits for
 //	           gate K, then closes
 //	/sse/K     sends an event, waits for gate K, sends another
@@ -149,6 +151,14 @@ func (w *render) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		io.WriteString(rw, "0123456789")
 		rw.(http.Flusher).Flush()
 		panic(http.ErrAbortHandler)
+	case strings.HasPrefix(path, "/halt/"):
+		rw.Header().Set("Content-Length", "20")
+		io.WriteString(rw, "0123456789")
+		rw.(http.Flusher).Flush()
+		<-w.gate(strings.TrimPrefix(path, "/halt/"))
+		io.WriteString(rw, "abcdefghij")
+		w.served.Add(1)
+		return
 	case strings.HasPrefix(path, "/streamcut/"):
 		io.WriteString(rw, "0123456789")
 		rw.(http.Flusher).Flush()

@@ -35,6 +35,11 @@ func (x *exchange) gotInfo(code int, h http.Header) {
 	if code == http.StatusContinue || code == http.StatusSwitchingProtocols {
 		return
 	}
+	if x.inlineW != nil {
+		// Read on the handler's goroutine (runInline): written at once.
+		writeInfos(x.inlineW, []info{{code, h}})
+		return
+	}
 	x.mu.Lock()
 	if x.state == waiting {
 		x.infos = append(x.infos, info{code, h})

@@ -257,7 +257,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, req admission.Re
 		}
 		setBudget(hdr, budget)
 		x := p.dispatch(r, ep, hdr, b, permit, budget)
-		o := x.await(ctx, w, budget)
+		o := x.serve(ctx, w, budget)
 		if info != nil {
 			info.Worker, info.Dispatched, info.WorkerTime = ep.ID, x.start, time.Since(x.start)
 		}
@@ -349,8 +349,9 @@ func (p *Proxy) mayRetry(w http.ResponseWriter, r *http.Request, ep *endpoint, x
 	return true
 }
 
-// dispatch starts the exchange of one attempt on ep, whose slot is taken.
-// The outgoing request lives in the exchange: one allocation for both.
+// dispatch makes the exchange of one attempt on ep, whose slot is taken;
+// serve runs it. The outgoing request lives in the exchange: one
+// allocation for both.
 func (p *Proxy) dispatch(r *http.Request, ep *endpoint, hdr http.Header, b *body, permit admission.Permit, budget time.Duration) *exchange {
 	hangAfter := time.Duration(-1)
 	if budget >= 0 && p.o.HangGrace >= 0 {
@@ -392,7 +393,6 @@ func (p *Proxy) dispatch(r *http.Request, ep *endpoint, hdr http.Header, b *body
 		x.out.Body = b.reader()
 		x.out.GetBody = func() (io.ReadCloser, error) { return b.reader(), nil }
 	}
-	p.runs.start(x)
 	return x
 }
 

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Whether a request reached its worker decides whether it may go to
@@ -61,6 +62,50 @@ type call struct {
 	// (1xx) response read before the final one (passthrough.go). An
 	// interface, not a func: an *exchange in it costs no allocation.
 	info infoSink
+	// inline (set by beginInline, under mu) makes roundTrip wait for the
+	// response to begin only until wait (zero: no bound) or an interrupt,
+	// and return errPending then; pending holds what resume needs (owned
+	// by the goroutine running the call).
+	inline  bool
+	wait    time.Time
+	pending *pendingSend
+	// interrupted is set by interrupt: a read on the handler's goroutine
+	// is to stop waiting and leave the rest to a runner.
+	interrupted atomic.Bool
+}
+
+// beginInline starts the call on the handler's goroutine (see inline).
+func (c *call) beginInline(wait time.Time) {
+	c.mu.Lock()
+	c.inline, c.wait = true, wait
+	c.mu.Unlock()
+}
+
+// endInline ends what beginInline started, before the call goes on on a
+// runner or is over: interrupt no longer touches the connection.
+func (c *call) endInline() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.inline = false
+	if c.conn != nil {
+		_ = c.conn.c.SetReadDeadline(time.Time{})
+	}
+}
+
+// interrupt makes a read in progress on the handler's goroutine, and any
+// read it starts after, end at once with os.ErrDeadlineExceeded: the
+// handler is needed elsewhere (its client left). Once the call has left
+// the handler's goroutine it does nothing.
+func (c *call) interrupt() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.inline {
+		return
+	}
+	c.interrupted.Store(true)
+	if c.conn != nil {
+		_ = c.conn.c.SetReadDeadline(time.Now())
+	}
 }
 
 type infoSink interface{ gotInfo(code int, h http.Header) }
@@ -118,6 +163,17 @@ func (c *call) dialing(stop context.CancelFunc) bool {
 	defer c.mu.Unlock()
 	c.stopDial = stop
 	return c.err == nil
+}
+
+// setReadDeadline sets the read deadline of the connection in use, if
+// any.
+func (c *call) setReadDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.conn == nil {
+		return nil
+	}
+	return c.conn.c.SetReadDeadline(t)
 }
 
 func (c *call) markSent() {

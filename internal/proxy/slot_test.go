@@ -159,6 +159,32 @@ func TestTimeoutKeepsSlotUntilWorkerAnswers(t *testing.T) {
 	})
 }
 
+// A response whose body is still coming at Timeout is cut short the same
+// way: 504 at Timeout, the slot kept until the worker has finished.
+func TestTimeoutMidBodyKeepsSlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newRig(t, proxy.Options{Timeout: time.Second}, admission.Options{QueueTimeout: time.Minute})
+		w, _ := g.worker(1)
+		start := time.Now()
+		a := g.get("/halt/a")
+		code, _ := a.result()
+		if code != http.StatusGatewayTimeout || time.Since(start) != time.Second {
+			t.Fatalf("got %d after %v, want 504 after 1s", code, time.Since(start))
+		}
+		synctest.Wait()
+		if got := g.p.Stats().Outstanding; got != 1 {
+			t.Errorf("got %d slots taken after the 504, want 1", got)
+		}
+		w.open("a")
+		if code, body := g.get("/b").result(); code != 200 || body != "w1 /b" {
+			t.Errorf("got %d %q for the next request, want 200 %q", code, body, "w1 /b")
+		}
+		if st := g.p.Stats(); st.GatewayTimeout != 1 || st.WastedRenders != 1 || st.Outstanding != 0 {
+			t.Errorf("got %d timeouts, %d wasted, %d slots taken; want 1, 1, 0", st.GatewayTimeout, st.WastedRenders, st.Outstanding)
+		}
+	})
+}
+
 // A worker silent for Timeout plus HangGrace is hung: its connection is
 // closed and its slot freed for the next request.
 func TestHungWorkerFreesSlot(t *testing.T) {
