@@ -152,12 +152,7 @@ func (w *render) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		rw.(http.Flusher).Flush()
 		panic(http.ErrAbortHandler)
 	case strings.HasPrefix(path, "/halt/"):
-		rw.Header().Set("Content-Length", "20")
-		io.WriteString(rw, "0123456789")
-		rw.(http.Flusher).Flush()
-		<-w.gate(strings.TrimPrefix(path, "/halt/"))
-		io.WriteString(rw, "abcdefghij")
-		w.served.Add(1)
+		w.pause(rw, "Content-Length", "20", "0123456789", strings.TrimPrefix(path, "/halt/"), "abcdefghij")
 		return
 	case strings.HasPrefix(path, "/streamcut/"):
 		io.WriteString(rw, "0123456789")
@@ -165,12 +160,7 @@ func (w *render) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		<-w.gate(strings.TrimPrefix(path, "/streamcut/"))
 		panic(http.ErrAbortHandler)
 	case strings.HasPrefix(path, "/sse/"):
-		rw.Header().Set("Content-Type", "text/event-stream")
-		io.WriteString(rw, "data: 1\n\n")
-		rw.(http.Flusher).Flush()
-		<-w.gate(strings.TrimPrefix(path, "/sse/"))
-		io.WriteString(rw, "data: 2\n\n")
-		w.served.Add(1)
+		w.pause(rw, "Content-Type", "text/event-stream", "data: 1\n\n", strings.TrimPrefix(path, "/sse/"), "data: 2\n\n")
 		return
 	case path == "/big" || path == "/chunked":
 		n, _ := strconv.Atoi(q.Get("n"))
@@ -197,6 +187,17 @@ func (w *render) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		h.Set("X-Kept", "1")
 	}
 	fmt.Fprintf(rw, "%s %s", w.name, r.URL.Path)
+	w.served.Add(1)
+}
+
+// pause answers with header k: v and first, flushed, then waits for gate
+// and ends with rest.
+func (w *render) pause(rw http.ResponseWriter, k, v, first, gate, rest string) {
+	rw.Header().Set(k, v)
+	io.WriteString(rw, first)
+	rw.(http.Flusher).Flush()
+	<-w.gate(gate)
+	io.WriteString(rw, rest)
 	w.served.Add(1)
 }
 

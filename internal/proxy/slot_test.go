@@ -113,76 +113,55 @@ func TestAdmittedClientGoneIsNotSent(t *testing.T) {
 }
 
 // At Timeout the client gets 504, but the slot is kept until the worker
-// answers: the next request waits for the render to end.
+// answers: the next request waits for the render to end. The same when
+// the response has begun and its body is still coming at Timeout.
 func TestTimeoutKeepsSlotUntilWorkerAnswers(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		g := newRig(t, proxy.Options{Timeout: time.Second}, admission.Options{QueueTimeout: time.Minute})
-		w, _ := g.worker(1)
-		start := time.Now()
+	for _, path := range []string{"/block/a", "/halt/a"} {
+		t.Run(path, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newRig(t, proxy.Options{Timeout: time.Second}, admission.Options{QueueTimeout: time.Minute})
+				w, _ := g.worker(1)
+				start := time.Now()
 
-		a := g.get("/block/a")
-		time.Sleep(time.Second - time.Nanosecond)
-		synctest.Wait()
-		if a.finished() {
-			t.Fatal("answered before Timeout")
-		}
-		time.Sleep(time.Nanosecond)
-		synctest.Wait()
-		if !a.finished() {
-			t.Fatal("not answered at Timeout")
-		}
-		if code, _ := a.result(); code != http.StatusGatewayTimeout {
-			t.Errorf("got %d at Timeout, want 504", code)
-		}
-		if got := time.Since(start); got != time.Second {
-			t.Errorf("answered after %v, want 1s", got)
-		}
+				a := g.get(path)
+				time.Sleep(time.Second - time.Nanosecond)
+				synctest.Wait()
+				if a.finished() {
+					t.Fatal("answered before Timeout")
+				}
+				time.Sleep(time.Nanosecond)
+				synctest.Wait()
+				if !a.finished() {
+					t.Fatal("not answered at Timeout")
+				}
+				if code, _ := a.result(); code != http.StatusGatewayTimeout {
+					t.Errorf("got %d at Timeout, want 504", code)
+				}
+				if got := time.Since(start); got != time.Second {
+					t.Errorf("answered after %v, want 1s", got)
+				}
 
-		b := g.get("/b")
-		time.Sleep(5 * time.Second) // the render goes on past Timeout
-		synctest.Wait()
-		if got, want := w.seen(), []string{"/block/a"}; !slices.Equal(got, want) {
-			t.Fatalf("worker saw %q during the timed-out render, want %q", got, want)
-		}
-		if got := g.p.Stats().Outstanding; got != 1 {
-			t.Errorf("got %d slots taken after the 504, want 1", got)
-		}
+				b := g.get("/b")
+				time.Sleep(5 * time.Second) // the render goes on past Timeout
+				synctest.Wait()
+				if got, want := w.seen(), []string{path}; !slices.Equal(got, want) {
+					t.Fatalf("worker saw %q during the timed-out render, want %q", got, want)
+				}
+				if got := g.p.Stats().Outstanding; got != 1 {
+					t.Errorf("got %d slots taken after the 504, want 1", got)
+				}
 
-		w.open("a")
-		if code, body := b.result(); code != 200 || body != "w1 /b" {
-			t.Errorf("got %d %q for the next request, want 200 %q", code, body, "w1 /b")
-		}
-		st := g.p.Stats()
-		if st.GatewayTimeout != 1 || st.WastedRenders != 1 {
-			t.Errorf("got %d timeouts, %d wasted; want 1, 1", st.GatewayTimeout, st.WastedRenders)
-		}
-	})
-}
-
-// A response whose body is still coming at Timeout is cut short the same
-// way: 504 at Timeout, the slot kept until the worker has finished.
-func TestTimeoutMidBodyKeepsSlot(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		g := newRig(t, proxy.Options{Timeout: time.Second}, admission.Options{QueueTimeout: time.Minute})
-		w, _ := g.worker(1)
-		start := time.Now()
-		a := g.get("/halt/a")
-		code, _ := a.result()
-		if code != http.StatusGatewayTimeout || time.Since(start) != time.Second {
-			t.Fatalf("got %d after %v, want 504 after 1s", code, time.Since(start))
-		}
-		synctest.Wait()
-		if got := g.p.Stats().Outstanding; got != 1 {
-			t.Errorf("got %d slots taken after the 504, want 1", got)
-		}
-		w.open("a")
-		if code, body := g.get("/b").result(); code != 200 || body != "w1 /b" {
-			t.Errorf("got %d %q for the next request, want 200 %q", code, body, "w1 /b")
-		}
-		if st := g.p.Stats(); st.GatewayTimeout != 1 || st.WastedRenders != 1 || st.Outstanding != 0 {
-			t.Errorf("got %d timeouts, %d wasted, %d slots taken; want 1, 1, 0", st.GatewayTimeout, st.WastedRenders, st.Outstanding)
-		}
-	})
+				w.open("a")
+				if code, body := b.result(); code != 200 || body != "w1 /b" {
+					t.Errorf("got %d %q for the next request, want 200 %q", code, body, "w1 /b")
+				}
+				st := g.p.Stats()
+				if st.GatewayTimeout != 1 || st.WastedRenders != 1 {
+					t.Errorf("got %d timeouts, %d wasted; want 1, 1", st.GatewayTimeout, st.WastedRenders)
+				}
+			})
+		})
+	}
 }
 
 // A worker silent for Timeout plus HangGrace is hung: its connection is
