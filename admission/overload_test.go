@@ -71,14 +71,16 @@ func TestOverloadDefaultsKeepGoodput(t *testing.T) {
 	}
 	// The thresholds leave room for a shared machine: the same run measured
 	// 83-91% for the defaults and 14-54% for plain on two loaded cores, and
-	// 55% for the defaults (plain 8%) beside the other packages' tests in
-	// CI, whose load the capacity measured a few seconds before did not
-	// see. Without the defaults' limit the service collapses as plain does.
-	if got := goodput["defaults"] / capacity; got < 0.4 {
-		t.Errorf("defaults kept %.0f%% of capacity at 4x, want >= 40%%", 100*got)
+	// 38-55% for the defaults (plain 3-8%) beside the other packages' tests
+	// in CI, whose load the capacity measured a few seconds before did not
+	// see. What holds in every run is the distance between the two: without
+	// the defaults' limit the service collapses as plain does.
+	d, p := goodput["defaults"]/capacity, goodput["plain"]/capacity
+	if d < 0.25 {
+		t.Errorf("defaults kept %.0f%% of capacity at 4x, want >= 25%%", 100*d)
 	}
-	if goodput["defaults"] < 1.2*goodput["plain"] {
-		t.Errorf("defaults' goodput %.0f/s, plain's %.0f/s: want the defaults well above plain", goodput["defaults"], goodput["plain"])
+	if d < p+0.2 {
+		t.Errorf("defaults kept %.0f%% of capacity, plain %.0f%%: want the defaults 20 points above plain at least", 100*d, 100*p)
 	}
 }
 
