@@ -3,7 +3,6 @@ package bench
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -116,20 +115,7 @@ func ServeLib(ctx context.Context, ln net.Listener, unitsPerMs float64, withAdmi
 		defer ctrl.Close()
 	}
 	srv := &http.Server{Handler: LibHandler(app, ctrl), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 65 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	err := srv.Shutdown(sctx)
-	if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) {
-		return serr
-	}
-	return err
+	return demo.ServeUntil(ctx, srv, ln, 10*time.Second)
 }
 
 // downstream makes requests with ?downstream=1 hold one of n slots while

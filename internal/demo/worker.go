@@ -122,7 +122,12 @@ func serveWorker(ctx context.Context, ln net.Listener, app *App, faults bool) er
 	if faults {
 		h = withFaults(h)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	return ServeUntil(ctx, &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}, ln, 10*time.Second)
+}
+
+// ServeUntil serves srv on ln until ctx is done, then shuts it down
+// gracefully, giving in-flight requests up to grace.
+func ServeUntil(ctx context.Context, srv *http.Server, ln net.Listener, grace time.Duration) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -130,15 +135,13 @@ func serveWorker(ctx context.Context, ln net.Listener, app *App, faults bool) er
 		return err
 	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		return err
+	err := srv.Shutdown(sctx)
+	if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) {
+		return serr
 	}
-	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return err
 }
 
 func workerListener(getenv func(string) string) (net.Listener, error) {

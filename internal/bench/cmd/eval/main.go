@@ -34,6 +34,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/bench"
 	"github.com/sluicehq/sluice/internal/config"
+	"github.com/sluicehq/sluice/internal/demo"
 )
 
 func main() {
@@ -248,17 +249,10 @@ func serve(ctx context.Context, addr string, h http.Handler, stderr io.Writer) i
 		return 1
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 65 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
+	if err := demo.ServeUntil(ctx, srv, ln, 5*time.Second); err != nil {
 		fmt.Fprintln(stderr, "eval:", err)
 		return 1
-	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	srv.Shutdown(sctx)
 	return 0
 }
 
