@@ -95,7 +95,7 @@ func runGuard(args []string) int {
 	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		// Die of the same signal, so that the supervisor logs it.
 		signal.Reset(ws.Signal())
-		syscall.Kill(os.Getpid(), ws.Signal())
+		raise(ws.Signal())            // on this thread, locked above
 		return 128 + int(ws.Signal()) // when it cannot kill this process
 	}
 	return ee.ExitCode()
