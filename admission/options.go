@@ -83,14 +83,17 @@ type Options struct {
 	// CoDelTarget enables sojourn-time shedding: at each dispatch the
 	// request the queue would shed (the oldest of the heaviest tenant in
 	// the lowest waiting class) is judged; once such sojourns have stayed
-	// at or above the target (or twice the mean service time, if larger)
-	// for a whole CoDelInterval, the queue stands, and until it empties
-	// every such request that waited that long is shed: ReasonTenant (429)
-	// when other tenants of its class wait or were just served, since its
-	// tenant's backlog is what stands, else ReasonCoDel. Zero disables
+	// at or above the target for a whole CoDelInterval, the queue stands,
+	// and until it empties every such request that waited that long is
+	// shed: ReasonTenant (429) when other tenants of its class wait or
+	// were just served, since its tenant's backlog is what stands, else
+	// ReasonCoDel. Zero disables
 	// CoDel. 5 ms, CoDel's own recommendation (RFC 8289), suits services
-	// answering in a few milliseconds; the service-time floor raises it for
-	// slower ones.
+	// answering in a few milliseconds. For slower ones the Controller
+	// raises it to what the queue's own randomness makes stand, from the
+	// mean service time S and the limit N: S x max(12/N, 2 sqrt(12/N)),
+	// about twelve requests' worth with few slots, under one service time
+	// with sixty.
 	CoDelTarget time.Duration
 
 	// CoDelInterval is CoDel's window. Zero means 100 ms.
@@ -98,7 +101,11 @@ type Options struct {
 
 	// AdaptiveLIFO serves each tenant's newest request first while the
 	// queue stands (sojourn above CoDelTarget; requires it): the oldest
-	// are the likeliest to have been given up on ("Fail at Scale").
+	// are the likeliest to have been given up on ("Fail at Scale"). With
+	// CoDel shedding a standing queue's excess in either order, it keeps
+	// the same goodput and the served wait little, where first in, first
+	// out serves each one when it has waited nearly CoDel's threshold.
+	// sluice's configuration turns it on by default.
 	AdaptiveLIFO bool
 }
 

@@ -433,3 +433,49 @@ func TestAdaptiveLIFO(t *testing.T) {
 		})
 	}
 }
+
+// Under a sustained overload CoDel sheds the excess whichever order the
+// queue serves, so goodput is the same; what the order decides is how long
+// the served waited. First in, first out serves the requests that have
+// waited nearly CoDel's threshold (every older one shed, the next one just
+// under it), so their latency is the threshold. Adaptive LIFO serves the
+// newest and sheds the oldest, so the served barely wait. The price is at
+// capacity exactly, where a queue stands now and then by chance: the
+// oldest age past the threshold while the newest are served, and about
+// two points more of the requests are shed (measured: 4.4-5.9% against
+// 2.0-3.4% over these seeds).
+func TestAdaptiveLIFOUnderOverload(t *testing.T) {
+	const render = 12 * time.Millisecond
+	run := func(t *testing.T, lifo bool, rate float64, seed uint64) *simResult {
+		var res *simResult
+		synctest.Test(t, func(t *testing.T) {
+			c := newController(t, 2, admission.Options{QueueSize: 1000, QueueTimeout: 5 * time.Second,
+				CoDelTarget: 5 * time.Millisecond, CoDelInterval: 100 * time.Millisecond, AdaptiveLIFO: lifo})
+			res = simulate(t, c, 10*time.Second, seed, flowSpec{name: "x", rate: rate, service: render})["x"]
+		})
+		return res
+	}
+	capacity := 2 / render.Seconds()
+	for _, m := range []float64{2, 4} {
+		fifo, lifo := run(t, false, m*capacity, 11), run(t, true, m*capacity, 11)
+		if lifo.served < fifo.served*95/100 {
+			t.Errorf("%.0fx: LIFO served %d, FIFO %d: want the same goodput", m, lifo.served, fifo.served)
+		}
+		// The threshold at two slots of 12 ms is six service times (72 ms).
+		if got := fifo.waitQuantile(0.5); got < 40*time.Millisecond {
+			t.Errorf("%.0fx: FIFO's median wait of the served %v, want near the shedding threshold (>= 40ms)", m, got)
+		}
+		if got := lifo.waitQuantile(0.5); got > 2*render {
+			t.Errorf("%.0fx: LIFO's median wait of the served %v, want <= %v", m, got, 2*render)
+		}
+		if got, bar := lifo.waitQuantile(0.99), fifo.waitQuantile(0.99); got >= bar {
+			t.Errorf("%.0fx: LIFO's p99 wait of the served %v, want below FIFO's %v", m, got, bar)
+		}
+	}
+	for _, seed := range []uint64{7, 8, 9} {
+		fifo, lifo := run(t, false, capacity, seed), run(t, true, capacity, seed)
+		if got, bar := lifo.successRatio(), fifo.successRatio(); got < 0.93 || got < bar-0.035 {
+			t.Errorf("1x, seed %d: LIFO served %.3f of requests, FIFO %.3f: want >= 0.93, at most 3.5 points fewer", seed, got, bar)
+		}
+	}
+}

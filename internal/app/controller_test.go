@@ -140,7 +140,7 @@ func TestControllerOptionsMapsTheFile(t *testing.T) {
   backpressure: {algorithm: aimd, queueSize: 30, queueTimeout: 0, saturationMax: 0.9, sampleWindow: 2s, smoothingFactor: 0.5}
 overload:
   priorityMinShare: 0.1
-  adaptiveLifo: true
+  adaptiveLifo: false
   codel: {enabled: true, target: 7ms, interval: 70ms}
 tenants:
   key: header:X-Tenant
@@ -157,8 +157,8 @@ tenants:
 	if o.MaxSaturation != 0.9 || o.SampleWindow != 2*time.Second || o.SmoothingFactor != 0.5 || o.MinShare != 0.1 {
 		t.Errorf("got saturation %v window %v smoothing %v share %v", o.MaxSaturation, o.SampleWindow, o.SmoothingFactor, o.MinShare)
 	}
-	if !o.AdaptiveLIFO || o.MaxQueuedPerTenant != 12 {
-		t.Errorf("got adaptive LIFO %v, max queued per tenant %d, want true, 12", o.AdaptiveLIFO, o.MaxQueuedPerTenant)
+	if o.AdaptiveLIFO || o.MaxQueuedPerTenant != 12 {
+		t.Errorf("got adaptive LIFO %v, max queued per tenant %d, want false (as the file says), 12", o.AdaptiveLIFO, o.MaxQueuedPerTenant)
 	}
 	if o.CoDelTarget != 7*time.Millisecond || o.CoDelInterval != 70*time.Millisecond {
 		t.Errorf("got CoDel %v / %v, want 7ms / 70ms", o.CoDelTarget, o.CoDelInterval)
@@ -171,6 +171,16 @@ tenants:
 	}
 	if got := o.TenantWeight("other"); got != 0 {
 		t.Errorf("weight of an unlisted tenant: got %v, want 0 (the controller's default)", got)
+	}
+
+	// By default a standing queue is served newest first: under overload
+	// the served then wait little, where first in, first out would serve
+	// each one at CoDel's threshold (admission's TestAdaptiveLIFOUnderOverload).
+	if o, err = ControllerOptions(config.Default(), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !o.AdaptiveLIFO || o.CoDelTarget == 0 {
+		t.Errorf("defaults: got adaptive LIFO %v with CoDel target %v, want LIFO on over CoDel", o.AdaptiveLIFO, o.CoDelTarget)
 	}
 
 	off := parse(t, "overload: {codel: {enabled: false}}")

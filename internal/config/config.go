@@ -531,6 +531,7 @@ func Default() *Config {
 		Overload: Overload{
 			PriorityMinShare: 0.05,
 			CoDel:            CoDel{Enabled: true, Target: 5 * time.Millisecond, Interval: 100 * time.Millisecond},
+			AdaptiveLIFO:     true,
 		},
 		Tenants:     Tenants{MaxTracked: 10000},
 		Compression: defaultCompression(),

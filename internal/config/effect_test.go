@@ -124,7 +124,7 @@ func TestWarnings(t *testing.T) {
 		},
 		{
 			name: "codel off",
-			src:  "overload:\n  codel:\n    enabled: false\n    target: 10ms\n    interval: 1s\n  adaptiveLifo: true\n",
+			src:  "overload:\n  codel:\n    enabled: false\n    target: 10ms\n    interval: 1s\n  adaptiveLifo: false\n",
 			want: []string{"4 overload.codel.target", "5 overload.codel.interval", "6 overload.adaptiveLifo"},
 			msg:  "with overload.codel.enabled false",
 		},
