@@ -162,3 +162,41 @@ func TestHopWorker(t *testing.T) {
 		t.Errorf("GET /?spin=50 took %v, want at least 50 ms", d)
 	}
 }
+
+// The Go floor answers as a front sheds, 503 with Retry-After, whatever
+// is asked, and 200 only on its readiness path.
+func TestShedFloor(t *testing.T) {
+	h := ShedFloor()
+	for _, target := range []string{"/", "/?spin=10", "/html", "/__sluice/ready"} {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, target, nil))
+		if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") != "1" {
+			t.Errorf("GET %s: got %d, Retry-After %q, want 503 with Retry-After 1", target, w.Code, w.Header().Get("Retry-After"))
+		}
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, FloorReadyPath, nil))
+	if w.Code != http.StatusOK {
+		t.Errorf("GET %s: got %d, want 200", FloorReadyPath, w.Code)
+	}
+}
+
+func TestFloorNginxConfig(t *testing.T) {
+	dir := t.TempDir()
+	b := floorNginxConfig("127.0.0.1:3995", dir)
+	s := string(b)
+	for _, want := range []string{
+		"listen 127.0.0.1:3995 backlog=4096;",
+		"location = " + FloorReadyPath,
+		"return 503",
+		"add_header Retry-After 1 always;",
+		"pid " + dir + "/nginx.pid;",
+		"access_log off;",
+		"daemon off;",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("floor nginx.conf lacks %q:\n%s", want, s)
+		}
+	}
+	checkWithTool(t, "nginx", b, "nginx.conf", func(path string) []string { return []string{"-t", "-q", "-p", dir, "-c", path} })
+}

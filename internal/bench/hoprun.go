@@ -40,7 +40,8 @@ type hopFile struct {
 
 // hopCPU runs scenario hop-cpu: two fresh trivial Node.js workers, the
 // fronts over them, HopCPURounds rounds of every variant with the fronts
-// taking turns, then the overload rounds on spinning workers.
+// taking turns, then the overload rounds on spinning workers, the floors
+// (hopfloor.go) beside the fronts.
 func (s *Suite) hopCPU(ctx context.Context) error {
 	if s.o.NginxBin == "" || s.o.HAProxyBin == "" {
 		return errors.New("bench: scenario hop-cpu compares with nginx -> HAProxy: give both binaries")
@@ -70,6 +71,16 @@ func (s *Suite) hopCPU(ctx context.Context) error {
 		Rate: s.hopRate(), Clients: HopCPUClients, Rounds: HopCPURounds, Phase: s.o.Phase.String(),
 		Closed: s.o.CapacityTime.String(), Spin: HopCPUSpin.String(), Baseline: s.o.HopBaseline}
 	points, err := s.hopRounds(ctx, fronts)
+	if err != nil {
+		return err
+	}
+	// The floors take part in the overload only, after the fronts; they
+	// are stopped with them.
+	floors, err := startHopFloors(ctx, s.o.NginxBin, dir)
+	for _, f := range floors {
+		fronts = append(fronts, f)
+		s.fronts = append(s.fronts, f.front)
+	}
 	if err != nil {
 		return err
 	}

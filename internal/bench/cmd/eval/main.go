@@ -9,10 +9,11 @@
 //	go run ./internal/bench/cmd/eval -scenarios node-react,node-async -phase 5s   # the Node.js workers, ~15 min
 //	go run ./internal/bench/cmd/eval -scenarios hop-cpu                # the front's CPU per request beside nginx -> HAProxy, ~12 min
 //
-// It also serves as two of the setups, started by the suite itself:
+// It also serves as three of the setups, started by the suite itself:
 //
 //	eval rr-proxy -listen 127.0.0.1:P -upstreams 127.0.0.1:A,127.0.0.1:B
 //	eval lib-server -listen 127.0.0.1:P -units U [-admission [-algorithm aimd|gradient|fixed]]
+//	eval shed-server -listen 127.0.0.1:P    # hop-cpu's floor: 503 to everything
 package main
 
 import (
@@ -50,6 +51,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 			return rrProxy(ctx, args[1:], stderr)
 		case "lib-server":
 			return libServer(ctx, args[1:], stderr)
+		case "shed-server":
+			return shedServer(ctx, args[1:], stderr)
 		}
 	}
 	return suite(ctx, args, stderr)
@@ -240,6 +243,18 @@ func rrProxy(ctx context.Context, args []string, stderr io.Writer) int {
 	mux.HandleFunc(bench.RoundRobinReadyPath, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ready\n") })
 	mux.Handle("/", rr)
 	return serve(ctx, *listen, mux, stderr)
+}
+
+// shedServer is scenario hop-cpu's Go floor: a bare net/http server that
+// answers 503 to everything (bench.ShedFloor).
+func shedServer(ctx context.Context, args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("eval shed-server", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	listen := fs.String("listen", "", "127.0.0.1:port to listen on")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	return serve(ctx, *listen, bench.ShedFloor(), stderr)
 }
 
 func serve(ctx context.Context, addr string, h http.Handler, stderr io.Writer) int {

@@ -3,7 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"net/http"
+	"strconv"
 	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/bench"
 )
 
 func TestRunExitCodes(t *testing.T) {
@@ -25,6 +30,8 @@ func TestRunExitCodes(t *testing.T) {
 		{"lib-server with an algorithm but no admission", []string{"lib-server", "-listen", "127.0.0.1:0", "-units", "1", "-algorithm", "gradient"}, 2},
 		{"lib-server with an initial limit but no admission", []string{"lib-server", "-listen", "127.0.0.1:0", "-units", "1", "-initial-limit", "2"}, 2},
 		{"lib-server with a negative initial limit", []string{"lib-server", "-listen", "127.0.0.1:0", "-units", "1", "-admission", "-initial-limit", "-1"}, 2},
+		{"shed-server with an unknown flag", []string{"shed-server", "-upstreams", "x"}, 2},
+		{"shed-server on a public address", []string{"shed-server", "-listen", "0.0.0.0:0"}, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -33,5 +40,36 @@ func TestRunExitCodes(t *testing.T) {
 				t.Errorf("got exit code %d, want %d; stderr:\n%s", got, tt.want, stderr.String())
 			}
 		})
+	}
+}
+
+// shed-server serves the floor until its context ends, then exits 0.
+func TestShedServer(t *testing.T) {
+	port, err := bench.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	ctx, cancel := context.WithCancel(context.Background())
+	var stderr bytes.Buffer
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, []string{"shed-server", "-listen", addr}, &stderr) }()
+	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer wcancel()
+	if err := bench.WaitHTTP(wctx, "http://"+addr+bench.FloorReadyPath); err != nil {
+		cancel()
+		t.Fatalf("shed-server never became ready: %v; stderr:\n%s", err, stderr.String())
+	}
+	resp, err := http.Get("http://" + addr + "/?spin=10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("GET /: got %d, want 503", resp.StatusCode)
+	}
+	cancel()
+	if got := <-done; got != 0 {
+		t.Errorf("got exit code %d after the context ended, want 0; stderr:\n%s", got, stderr.String())
 	}
 }
