@@ -87,13 +87,12 @@ type Options struct {
 	// and until it empties every such request that waited that long is
 	// shed: ReasonTenant (429) when other tenants of its class wait or
 	// were just served, since its tenant's backlog is what stands, else
-	// ReasonCoDel. Zero disables
-	// CoDel. 5 ms, CoDel's own recommendation (RFC 8289), suits services
-	// answering in a few milliseconds. For slower ones the Controller
-	// raises it to what the queue's own randomness makes stand, from the
-	// mean service time S and the limit N: S x max(12/N, 2 sqrt(12/N)),
-	// about twelve requests' worth with few slots, under one service time
-	// with sixty.
+	// ReasonCoDel. Zero disables CoDel. 5 ms, CoDel's own recommendation
+	// (RFC 8289), suits services answering in a few milliseconds. For
+	// slower ones the Controller raises it to what the queue's own
+	// randomness makes stand, from the mean service time S and the limit
+	// N: S x max(12/N, 2 sqrt(12/N)), about twelve requests' worth with
+	// few slots, under one service time with sixty.
 	CoDelTarget time.Duration
 
 	// CoDelInterval is CoDel's window. Zero means 100 ms.
