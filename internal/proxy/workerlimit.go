@@ -49,9 +49,10 @@ const (
 	// a window's throughput then cannot hold an async worker low.
 	gradientTolerance = 1.5
 	// slowStartTolerance is how near its no-load latency a worker's
-	// requests must have stayed through a probe up for the next to double
-	// the limit rather than add its square root: an async worker far from
-	// its knee gets there in a few steps.
+	// requests must stay (through a probe up, for a worker that reports
+	// nothing) for the next step to double the limit rather than add its
+	// square root: an async worker far from its knee gets there in a few
+	// steps.
 	slowStartTolerance = 1.2
 	// probeBusy is the share of its limit a worker must hold on average
 	// for a probe down: below it the limit does not bind.
@@ -83,13 +84,24 @@ const (
 //
 //	rtt > 3 x baseline and peak >= L/2:  L = max(1, min(floor(0.9 L), floor(L x 2 x baseline / rtt)))
 //	s >= MaxSaturation and peak >= L/2, or a request timed out:  L = max(1, floor(0.9 L))
-//	s < MaxSaturation and peak >= L, rtt <= 2 x baseline:  L = min(L + max(1, ceil(sqrt(L))), floor(MaxSaturation x occupancy / s))
+//	s < MaxSaturation and peak >= L, rtt <= 2 x baseline:  L = min(L + step, floor(MaxSaturation x occupancy / s))
 //	otherwise: L holds
 //
-// occupancy is the mean number of requests the worker held during the
-// window, measured here. s / occupancy is the share of the event loop one
-// request in flight uses, so MaxSaturation x occupancy / s is the
-// concurrency that would saturate the loop: the increase stops there. A
+// step is max(1, ceil(sqrt(L))), or L itself while the limit has never
+// been cut, the loop is under half busy (2s < MaxSaturation) and rtt is
+// within slowStartTolerance of the baseline: as TCP's slow start, a worker
+// that has just started (sluice's start, a deploy, a restart) doubles its
+// way to the concurrency its loop takes in a few windows, not a second
+// or more of square-root steps.
+//
+// occupancy is the mean number of requests the worker held, measured
+// here: the lower of this window's and the last one's, since a report
+// covers the loop's last 100 ms or so and so lags a window behind a limit
+// just raised (with this window's alone, a doubling projected from
+// reports of half the load overshot to twice the loop's saturation).
+// s / occupancy is the share of the event loop one request in flight
+// uses, so MaxSaturation x occupancy / s is the concurrency that would
+// saturate the loop: the increase stops there. A
 // single-threaded CPU-bound worker uses its loop for as long as it holds a
 // request (s ~ occupancy), so it stays at 1, where a request never waits
 // inside the worker; an async worker whose requests mostly await I/O
@@ -164,6 +176,7 @@ type workerLimit struct {
 	badReport uint64 // reports outside [0, 1] or malformed, ever
 
 	baseline float64 // no-load latency, ns; 0 until known
+	prevOcc  float64 // the last window's occupancy; -1 before the first
 
 	// The throughput climb of a worker that reports nothing.
 	settle      bool      // the limit just changed: windows are not judged
@@ -187,13 +200,14 @@ func newWorkerLimit(now time.Time, initial, max int, o WorkerLimit) *workerLimit
 		o.Window = DefaultWorkerLimitWindow
 	}
 	return &workerLimit{
-		max:    max,
-		maxSat: o.MaxSaturation,
-		window: o.Window,
-		limit:  min(max, initial),
-		start:  now,
-		last:   now,
-		hold:   o.Window,
+		max:     max,
+		maxSat:  o.MaxSaturation,
+		window:  o.Window,
+		limit:   min(max, initial),
+		start:   now,
+		last:    now,
+		hold:    o.Window,
+		prevOcc: -1,
 	}
 }
 
@@ -259,6 +273,7 @@ func (w *workerLimit) decide(now time.Time) (int, bool) {
 	default:
 		next = w.latencyRule(now, l, peak, occupancy)
 	}
+	w.prevOcc = occupancy
 	next = min(max(next, 1), w.max)
 
 	// A new window starts with what is held now.
@@ -273,6 +288,7 @@ func (w *workerLimit) decide(now time.Time) (int, bool) {
 
 func (w *workerLimit) saturationRule(l, peak int, occupancy float64) int {
 	if w.dropped || w.satN == 0 {
+		w.ramped = true
 		return int(math.Floor(0.9 * float64(l)))
 	}
 	s := w.satSum / float64(w.satN)
@@ -289,13 +305,23 @@ func (w *workerLimit) saturationRule(l, peak int, occupancy float64) int {
 	}
 	switch {
 	case severe && 2*peak >= l:
+		w.ramped = true
 		return min(int(math.Floor(0.9*float64(l))), int(math.Floor(float64(l)*guardGrowth*w.baseline/rtt)))
 	case s >= w.maxSat && 2*peak >= l:
+		w.ramped = true
 		return int(math.Floor(0.9 * float64(l)))
 	case s < w.maxSat && peak >= l && !inflated:
-		up := l + max(1, int(math.Ceil(math.Sqrt(float64(l)))))
+		step := max(1, int(math.Ceil(math.Sqrt(float64(l)))))
+		if !w.ramped && 2*s < w.maxSat && rtt <= slowStartTolerance*w.baseline {
+			step = l
+		}
+		up := l + step
 		if s > 0 {
-			fill := int(math.Floor(w.maxSat * occupancy / s))
+			occ := occupancy
+			if w.prevOcc >= 0 {
+				occ = min(occ, w.prevOcc)
+			}
+			fill := int(math.Floor(w.maxSat * occ / s))
 			up = min(up, max(fill, l))
 		}
 		return up
