@@ -177,6 +177,7 @@ type workerLimit struct {
 
 	baseline float64 // no-load latency, ns; 0 until known
 	prevOcc  float64 // the last window's occupancy; -1 before the first
+	ramped   bool    // slow start is over: a probe failed or the limit was cut
 
 	// The throughput climb of a worker that reports nothing.
 	settle      bool      // the limit just changed: windows are not judged
@@ -186,7 +187,6 @@ type workerLimit struct {
 	probeRTT    float64   // the rtt at probeFrom, ns
 	down        bool      // the next probe goes down
 	fast        bool      // the last probe up left latency near no-load: double
-	ramped      bool      // a probe failed: no more doubling
 	judgedRTT   float64   // the rtt at which the limit was last judged, ns
 	hold        time.Duration
 	holdUntil   time.Time
