@@ -108,13 +108,14 @@ process.on('SIGTERM', () => server.close(() => process.exit(0)));
 // hopReadyPath is the workers' readiness path.
 const hopReadyPath = "/healthz"
 
-// startHopWorkers writes the worker script to dir and starts n workers.
-func startHopWorkers(ctx context.Context, nodeBin string, n int, dir string) (*Pool, error) {
+// startHopWorkers writes the worker script to dir and starts n workers on
+// l's worker CPUs.
+func startHopWorkers(ctx context.Context, nodeBin string, n int, dir string, l Layout) (*Pool, error) {
 	script := filepath.Join(dir, "hop-worker.js")
 	if err := os.WriteFile(script, []byte(hopWorkerJS), 0o644); err != nil {
 		return nil, err
 	}
-	return startWorkers(ctx, n, hopReadyPath, dir, func(i, port int) procSpec {
+	return startWorkers(ctx, n, hopReadyPath, dir, l, func(i, port int) procSpec {
 		return procSpec{name: fmt.Sprintf("hop-worker-%d", i+1), env: []string{"PORT=" + strconv.Itoa(port)}, argv: []string{nodeBin, script}}
 	})
 }

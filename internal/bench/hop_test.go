@@ -139,7 +139,7 @@ func TestHopWorker(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	pool, err := startHopWorkers(ctx, node, 1, t.TempDir())
+	pool, err := startHopWorkers(ctx, node, 1, t.TempDir(), Layout{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,7 +50,7 @@ func (s *Suite) hopCPU(ctx context.Context) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	pool, err := startHopWorkers(ctx, s.o.NodeBin, s.o.Workers, dir)
+	pool, err := startHopWorkers(ctx, s.o.NodeBin, s.o.Workers, dir, s.o.Layout)
 	if err != nil {
 		return err
 	}

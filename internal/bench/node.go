@@ -196,8 +196,9 @@ var nodeCounters []byte
 // internal/bench/node/counters.js preloaded, written to logDir) on free ports of
 // 127.0.0.1, for workload w (BENCH_PAGE_ITEMS=w.Items when w.Items > 0,
 // BENCH_NO_SATURATION=1 when w.Quiet), and waits until each answers
-// readyPath. Their output goes to logDir/node-worker-N.log.
-func StartNodeWorkers(ctx context.Context, nodeBin, script string, n int, w NodeWorkload, readyPath, logDir string) (*Pool, error) {
+// readyPath. Their output goes to logDir/node-worker-N.log. They run on
+// l's worker CPUs.
+func StartNodeWorkers(ctx context.Context, nodeBin, script string, n int, w NodeWorkload, readyPath, logDir string, l Layout) (*Pool, error) {
 	if _, err := os.Stat(script); err != nil {
 		return nil, fmt.Errorf("bench: the Node.js worker: %w (run from the repository root, or give -node-worker)", err)
 	}
@@ -208,7 +209,7 @@ func StartNodeWorkers(ctx context.Context, nodeBin, script string, n int, w Node
 	if err := os.WriteFile(preload, nodeCounters, 0o644); err != nil {
 		return nil, err
 	}
-	return startWorkers(ctx, n, readyPath, logDir, func(i, port int) procSpec {
+	return startWorkers(ctx, n, readyPath, logDir, l, func(i, port int) procSpec {
 		env := []string{"PORT=" + strconv.Itoa(port), "NODE_ENV=production"}
 		if w.Items > 0 {
 			env = append(env, "BENCH_PAGE_ITEMS="+strconv.Itoa(w.Items))

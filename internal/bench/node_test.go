@@ -262,7 +262,7 @@ func TestNodeCounters(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 9*time.Second)
 	defer cancel()
-	pool, err := StartNodeWorkers(ctx, node, script, 1, NodeWorkload{Items: 3}, NodeReadyPath, t.TempDir())
+	pool, err := StartNodeWorkers(ctx, node, script, 1, NodeWorkload{Items: 3}, NodeReadyPath, t.TempDir(), Layout{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +300,7 @@ func TestNodeCounters(t *testing.T) {
 		t.Errorf("after Restart: got %d warm-ups, stats %+v (%v); want 1 warm-up and its one render in a fresh count", warmed, st, err)
 	}
 
-	quiet, err := StartNodeWorkers(ctx, node, script, 1, NodeWorkload{Quiet: true}, NodeReadyPath, t.TempDir())
+	quiet, err := StartNodeWorkers(ctx, node, script, 1, NodeWorkload{Quiet: true}, NodeReadyPath, t.TempDir(), Layout{})
 	if err != nil {
 		t.Fatal(err)
 	}

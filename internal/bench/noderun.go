@@ -66,7 +66,7 @@ func (s *Suite) nodeScenario(ctx context.Context, w NodeWorkload) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	pool, err := StartNodeWorkers(ctx, s.o.NodeBin, s.o.NodeWorker, s.o.Workers, w, NodeReadyPath, dir)
+	pool, err := StartNodeWorkers(ctx, s.o.NodeBin, s.o.NodeWorker, s.o.Workers, w, NodeReadyPath, dir, s.o.Layout)
 	if err != nil {
 		return err
 	}

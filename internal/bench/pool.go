@@ -40,9 +40,10 @@ type procSpec struct {
 // StartWorkers starts n demo workers (`sluice demo-worker`, single
 // threaded) of the sluice binary bin on free ports of 127.0.0.1, each
 // calibrated with unitsPerMs, and waits until every one answers its ready
-// path. Their output goes to logDir/worker-N.log.
-func StartWorkers(ctx context.Context, bin string, n int, unitsPerMs float64, logDir string) (*Pool, error) {
-	return startWorkers(ctx, n, demo.ReadyPath, logDir, func(i, port int) procSpec {
+// path. Their output goes to logDir/worker-N.log. They run on l's worker
+// CPUs.
+func StartWorkers(ctx context.Context, bin string, n int, unitsPerMs float64, logDir string, l Layout) (*Pool, error) {
+	return startWorkers(ctx, n, demo.ReadyPath, logDir, l, func(i, port int) procSpec {
 		name := fmt.Sprintf("worker-%d", i+1)
 		env := []string{
 			"PORT=" + strconv.Itoa(port),
@@ -54,9 +55,9 @@ func StartWorkers(ctx context.Context, bin string, n int, unitsPerMs float64, lo
 }
 
 // startWorkers starts n processes on free ports of 127.0.0.1, the i-th as
-// spec(i, port) says, its output in logDir/NAME.log, and waits until each
-// answers readyPath.
-func startWorkers(ctx context.Context, n int, readyPath, logDir string, spec func(i, port int) procSpec) (*Pool, error) {
+// spec(i, port) says, on l's worker CPUs, its output in logDir/NAME.log,
+// and waits until each answers readyPath.
+func startWorkers(ctx context.Context, n int, readyPath, logDir string, l Layout, spec func(i, port int) procSpec) (*Pool, error) {
 	p := &Pool{client: newClient(5 * time.Second), readyPath: readyPath}
 	for i := range n {
 		port, err := FreePort()
@@ -66,6 +67,7 @@ func startWorkers(ctx context.Context, n int, readyPath, logDir string, spec fun
 		}
 		sp := spec(i, port)
 		sp.logPath = filepath.Join(logDir, sp.name+".log")
+		sp.argv = l.workerArgv(sp.argv)
 		proc, err := StartProcess(sp.name, sp.logPath, sp.env, sp.argv...)
 		if err != nil {
 			p.Stop()

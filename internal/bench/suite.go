@@ -126,6 +126,10 @@ type Options struct {
 	// beside SluiceBin (setup sluice-before): an older build, for a
 	// before/after in one run. Empty leaves it out.
 	HopBaseline string
+	// Layout is where the workers run apart from the harness and the
+	// fronts; the zero Layout shares every CPU. The caller pins the
+	// harness itself (PinProcess) before the suite starts anything.
+	Layout Layout
 }
 
 func (o Options) withDefaults() Options {
@@ -273,7 +277,7 @@ func NewSuite(ctx context.Context, o Options) (_ *Suite, err error) {
 // ?cpu=10 and ?cpu=20, in requests per second.
 func (s *Suite) startWorkers(ctx context.Context) (cap10, cap20 float64, err error) {
 	o := s.o
-	if s.workers, err = StartWorkers(ctx, o.SluiceBin, o.Workers, o.UnitsPerMs, o.WorkDir); err != nil {
+	if s.workers, err = StartWorkers(ctx, o.SluiceBin, o.Workers, o.UnitsPerMs, o.WorkDir, o.Layout); err != nil {
 		return 0, 0, err
 	}
 	var urls10, urls20 []string
@@ -424,6 +428,7 @@ const RoundRobinReadyPath = "/__bench/ready"
 type Environment struct {
 	Started    time.Time  `json:"started"`
 	CPUs       int        `json:"nproc"`
+	Layout     string     `json:"layout"`
 	CPUModel   string     `json:"cpu_model"`
 	Kernel     string     `json:"kernel"`
 	Go         string     `json:"go"`
@@ -443,6 +448,7 @@ func describeEnvironment(o Options) Environment {
 	e := Environment{
 		Started:    time.Now().UTC(),
 		CPUs:       runtime.NumCPU(),
+		Layout:     o.Layout.String(),
 		CPUModel:   cpuModel(),
 		Go:         runtime.Version(),
 		Sluice:     ToolVersion(o.SluiceBin, "version"),

@@ -66,6 +66,7 @@ type evalFlags struct {
 	setups     string
 	keepAlive  string
 	nodeSetups string
+	layout     string
 	rewrite    bool
 }
 
@@ -98,6 +99,7 @@ func newSuiteFlagSet(stderr io.Writer) (*flag.FlagSet, *evalFlags) {
 	fs.StringVar(&f.nodeSetups, "node-setups", strings.Join(bench.NodeSetupFamilies(), ","), "comma-separated setup families of the Node.js scenarios")
 	fs.Float64Var(&o.HopRate, "hop-rate", bench.HopCPURate, "scenario "+bench.ScenarioHopCPU+": the fixed offered rate, requests per second")
 	fs.StringVar(&o.HopBaseline, "hop-baseline", "", "scenario "+bench.ScenarioHopCPU+": a second sluice binary measured beside -sluice (setup "+bench.HopBaseline+"), for a before/after in one run")
+	fs.StringVar(&f.layout, "layout", defaultLayout(), "where the workers run: "+bench.LayoutPinned+" (CPUs of their own, the upper half; the harness and the fronts on the rest; the default with 2 or more CPUs) or "+bench.LayoutShared+" (every process on every CPU, as in a pod)")
 	fs.BoolVar(&f.rewrite, "rewrite", false, "measure nothing: rewrite the tables and charts in -out from its JSON files")
 	return fs, f
 }
@@ -123,6 +125,11 @@ func suite(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "eval:", err)
 		return 2
 	}
+	if err := f.pin(); err != nil {
+		fmt.Fprintln(stderr, "eval:", err)
+		return 1
+	}
+	log.Info("layout", "layout", f.o.Layout.String())
 	if err := prepare(ctx, &f.o, stderr); err != nil {
 		fmt.Fprintln(stderr, "eval:", err)
 		return 1
@@ -185,6 +192,39 @@ func (f *evalFlags) parseLists() error {
 		f.o.Setups = strings.Split(f.setups, ",")
 	}
 	return nil
+}
+
+// defaultLayout is pinned where there are CPUs to set apart.
+func defaultLayout() string {
+	if cpus, err := bench.AllowedCPUs(); err == nil && len(cpus) >= 2 {
+		return bench.LayoutPinned
+	}
+	return bench.LayoutShared
+}
+
+// pin reads -layout into the options and, pinned, restricts the harness
+// (and so every front it starts) to the front's CPUs.
+func (f *evalFlags) pin() error {
+	switch f.layout {
+	case bench.LayoutShared:
+		return nil
+	case bench.LayoutPinned:
+	default:
+		return fmt.Errorf("-layout %q: want %s or %s", f.layout, bench.LayoutPinned, bench.LayoutShared)
+	}
+	cpus, err := bench.AllowedCPUs()
+	if err != nil {
+		return err
+	}
+	l := bench.SplitCPUs(cpus)
+	if !l.Pinned() {
+		return fmt.Errorf("-layout %s: this process may run on %d CPU, nothing to set apart (use -layout %s)", bench.LayoutPinned, len(cpus), bench.LayoutShared)
+	}
+	if _, err := exec.LookPath("taskset"); err != nil {
+		return fmt.Errorf("-layout %s needs taskset (util-linux): %w", bench.LayoutPinned, err)
+	}
+	f.o.Layout = l
+	return bench.PinProcess(l.Front)
 }
 
 // prepare makes the work directory when none was given, and builds sluice
