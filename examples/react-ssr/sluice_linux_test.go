@@ -216,9 +216,10 @@ func TestSluice(t *testing.T) {
 		})
 		ok, failures := l.finish()
 		t.Logf("SIGKILL of worker %d under load: %d answers, %d failed: %s", victim, ok, len(failures), summary(failures))
-		// Only the request the killed worker was rendering may be lost.
-		if len(failures) > 1 {
-			t.Errorf("failed requests: got %d, want at most 1: %s", len(failures), summary(failures))
+		// Only the requests the killed worker held may be lost: the one it
+		// was rendering and the one waiting in it (proxy.lookahead).
+		if len(failures) > 2 {
+			t.Errorf("failed requests: got %d, want at most 2: %s", len(failures), summary(failures))
 		}
 		after := s.workers()
 		if len(after) != 2 || slices.Contains(after, victim) {

@@ -72,6 +72,7 @@ func proxyOptions(cfg *config.Config, ctrl *admission.Controller, cls *admission
 		MaxBufferedBytes:    p.MaxBufferedBytes, // 0: derived from the machine, as in the file
 		BufferResponseBytes: p.BufferResponseBytes,
 		MaxUpgrades:         p.MaxUpgrades,
+		Lookahead:           p.Lookahead,
 		SlowStart:           slowStart(cfg),
 		Logger:              log,
 	}
@@ -86,6 +87,9 @@ func proxyOptions(cfg *config.Config, ctrl *admission.Controller, cls *admission
 	}
 	if o.BufferResponseBytes == 0 {
 		o.BufferResponseBytes = -1
+	}
+	if o.Lookahead == 0 {
+		o.Lookahead = -1 // none
 	}
 	return o, nil
 }

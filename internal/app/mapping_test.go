@@ -6,6 +6,7 @@ import (
 
 	"github.com/sluicehq/sluice/admission"
 	"github.com/sluicehq/sluice/internal/config"
+	"github.com/sluicehq/sluice/internal/proxy"
 )
 
 // workers.concurrency maps onto the supervisor: auto is adaptive up to
@@ -43,6 +44,34 @@ func TestProxyOptionsWorkerLimit(t *testing.T) {
 	}
 	if got := o.WorkerLimit.MaxSaturation; got != 0.7 {
 		t.Errorf("got WorkerLimit.MaxSaturation %v, want 0.7 (server.backpressure.eluMax)", got)
+	}
+}
+
+// proxy.lookahead maps onto the proxy: the default 1, and 0 for none
+// (the proxy's zero would mean its default); both bound it alike.
+func TestProxyOptionsLookahead(t *testing.T) {
+	for _, tt := range []struct {
+		yaml string
+		want int
+	}{
+		{"workers: {command: w}", 1},
+		{"workers: {command: w}\nproxy: {lookahead: 2}", 2},
+		{"workers: {command: w}\nproxy: {lookahead: 0}", -1},
+	} {
+		cfg, err := config.Parse("t", []byte(tt.yaml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := proxyOptions(cfg, nil, &admission.Classifier{}, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.Lookahead != tt.want {
+			t.Errorf("%q: got Lookahead %d, want %d", tt.yaml, o.Lookahead, tt.want)
+		}
+	}
+	if config.MaxLookahead != proxy.MaxLookahead {
+		t.Errorf("config.MaxLookahead %d, proxy.MaxLookahead %d: want one bound", config.MaxLookahead, proxy.MaxLookahead)
 	}
 }
 

@@ -59,7 +59,7 @@ workers:
 		}
 		return m
 	}
-	first := pids(waitStats(t, adminAddr, func(s app.Stats) bool { return len(s.Workers) == 2 && s.Admission.Limit == 2 }))
+	first := pids(waitStats(t, adminAddr, func(s app.Stats) bool { return len(s.Workers) == 2 && s.Admission.Limit == 4 })) // two workers of concurrency 1, one request ahead each
 
 	rewrite(t, path, strings.Replace(good(100, "65s", "v1"), "count: 2", "count: 0", 1)+"routes: [{priority: urgent}]\n")
 	p.Cmd.Process.Signal(syscall.SIGHUP)

@@ -404,7 +404,16 @@ type Proxy struct {
 	// MaxUpgrades bounds the upgraded connections (WebSocket) relayed at
 	// once; past it an upgrade gets 503. They hold no worker slot. >= 1.
 	MaxUpgrades int `yaml:"maxUpgrades"`
+	// Lookahead is how many requests a worker at its limit is given
+	// beyond it, waiting in the worker for a render to end, so that it
+	// does not idle for a round trip through the front between two.
+	// 0 = only to workers below their limit. 0..8.
+	Lookahead int `yaml:"lookahead"`
 }
+
+// MaxLookahead bounds proxy.lookahead: the proxy's own bound
+// (internal/app's tests check that they agree).
+const MaxLookahead = 8
 
 // Overload tunes the admission queue's discipline.
 type Overload struct {
@@ -527,6 +536,7 @@ func Default() *Config {
 			BufferResponseBytes: 1 << 20,
 			RetryIdempotent:     true,
 			MaxUpgrades:         1024,
+			Lookahead:           1,
 		},
 		Overload: Overload{
 			PriorityMinShare: 0.05,

@@ -386,6 +386,9 @@ func (v *validator) proxy(c *Config) {
 	p := c.Proxy.PingPath
 	v.urlPath("proxy.pingPath", p, true)
 	v.atLeast("proxy.maxUpgrades", c.Proxy.MaxUpgrades, 1)
+	if n := c.Proxy.Lookahead; n < 0 || n > MaxLookahead {
+		v.errorf("proxy.lookahead", "%d must be in 0..%d (0: only to workers below their limit)", n, MaxLookahead)
+	}
 	if p != "" && (p == c.Server.HealthPath || p == c.Server.ReadyPath) {
 		v.errorf("proxy.pingPath", "%q is also server.healthPath or server.readyPath", p)
 	}

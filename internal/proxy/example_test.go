@@ -14,7 +14,9 @@ import (
 
 // A Proxy in front of one single-threaded worker. The Controller's limit
 // follows the worker slots: the Proxy sets the Controller's ceiling, and
-// the algorithm (here a cap of 64 requests in flight) bounds it.
+// the algorithm (here a cap of 64 requests in flight) bounds it. The
+// worker renders one request at a time and holds one more waiting
+// (Options.Lookahead), so that it never idles between two.
 func Example() {
 	c, err := admission.New(admission.Options{Limit: limit.NewFixed(64), QueueTimeout: time.Second})
 	if err != nil {
@@ -40,7 +42,7 @@ func Example() {
 	fmt.Println("limit:", c.Stats().Limit)
 	// Output:
 	// 200 rendered /home, priority critical
-	// limit: 1
+	// limit: 2
 }
 
 // A Fallback replaces shed, no-worker and timeout errors: for server-side

@@ -44,6 +44,7 @@ func newLive(t *testing.T, n int, o proxy.Options, co admission.Options, front f
 		t.Fatal(err)
 	}
 	o.Controller = c
+	o.Lookahead = strictUnlessAsked(o.Lookahead)
 	p, err := proxy.New(o)
 	if err != nil {
 		t.Fatal(err)

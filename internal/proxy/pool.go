@@ -40,6 +40,13 @@ type endpoint struct {
 	idle        chan struct{} // made by Drain, closed when nothing is outstanding or on Remove
 }
 
+// rendering is how many of e's requests its limit's evidence counts: those
+// within its limit. A lookahead request waits in the worker without using
+// its event loop, and counted it would make a single-threaded renderer that
+// is busy all the time look half idle, its limit room to grow.
+// REQUIRES pool.mu held.
+func (e *endpoint) rendering() int { return min(e.outstanding, e.limit) }
+
 // warm reports whether e has been routable for at least slowStart.
 func (e *endpoint) warm(now time.Time, slowStart time.Duration) bool {
 	return slowStart <= 0 || now.Sub(e.added) >= slowStart
@@ -55,14 +62,17 @@ type slotWaiter struct {
 	err     error
 }
 
-// pool is the set of endpoints and their slots. The Controller's limit is
-// kept at slots + retired, so that an admitted request finds an idle slot.
+// pool is the set of endpoints and their slots. An endpoint has its limit's
+// slots and ahead more, taken only when every endpoint is at its limit
+// (Options.Lookahead). The Controller's limit is kept at slots + retired,
+// so that an admitted request finds an idle slot.
 //
 // Lock order: pool.mu, then the Controller's (setLimit is called with mu
 // held, so that limits are applied in the order they were computed). The
 // Controller never calls back into the pool.
 type pool struct {
 	slowStart time.Duration
+	ahead     int // slots each endpoint has beyond its limit
 	wlOpts    WorkerLimit
 	setLimit  func(int)
 	slotWaits atomic.Uint64
@@ -71,14 +81,16 @@ type pool struct {
 	eps     []*endpoint // routable and draining, in the order added
 	byID    map[int]*endpoint
 	slots   int // sum of the limits of routable endpoints
+	nRoute  int // routable endpoints, each with ahead slots beyond its limit
 	retired int // requests outstanding on draining or removed endpoints
 	applied int // the limit last given to setLimit
 	seq     uint64
 	waiters []*slotWaiter // FIFO
 }
 
-func (p *pool) init(slowStart time.Duration, wl WorkerLimit, setLimit func(int)) {
+func (p *pool) init(slowStart time.Duration, ahead int, wl WorkerLimit, setLimit func(int)) {
 	p.slowStart = slowStart
+	p.ahead = ahead
 	p.wlOpts = wl
 	p.setLimit = setLimit
 	p.byID = make(map[int]*endpoint)
@@ -89,10 +101,11 @@ func (p *pool) init(slowStart time.Duration, wl WorkerLimit, setLimit func(int))
 }
 
 // applyLimitLocked gives the Controller the number of requests that may be
-// in flight: the routable slots, plus those still running on endpoints that
-// left, which hold their permits until they finish. REQUIRES p.mu held.
+// in flight: the routable slots and their lookahead, plus those still
+// running on endpoints that left, which hold their permits until they
+// finish. REQUIRES p.mu held.
 func (p *pool) applyLimitLocked() {
-	if n := p.slots + p.retired; n != p.applied {
+	if n := p.slots + p.ahead*p.nRoute + p.retired; n != p.applied {
 		p.applied = n
 		p.setLimit(n)
 	}
@@ -116,7 +129,7 @@ func (p *pool) better(a, b *endpoint, now time.Time) bool {
 func (p *pool) pickLocked(now time.Time, exclude []int) *endpoint {
 	var best *endpoint
 	for _, e := range p.eps {
-		if !e.routable || e.outstanding >= e.limit || now.Before(e.quarantine) || slices.Contains(exclude, e.ID) {
+		if !e.routable || e.outstanding >= e.limit+p.ahead || now.Before(e.quarantine) || slices.Contains(exclude, e.ID) {
 			continue
 		}
 		if best == nil || p.better(e, best, now) {
@@ -126,7 +139,7 @@ func (p *pool) pickLocked(now time.Time, exclude []int) *endpoint {
 	if best != nil {
 		best.outstanding++
 		if best.wl != nil {
-			best.wl.occupy(now, best.outstanding)
+			best.wl.occupy(now, best.rendering())
 		}
 		p.seq++
 		best.lastPick = p.seq
@@ -267,7 +280,7 @@ func (p *pool) complete(e *endpoint, c completion) {
 	now := time.Now()
 	e.outstanding--
 	if e.wl != nil {
-		e.wl.occupy(now, e.outstanding)
+		e.wl.occupy(now, e.rendering())
 		if c.reported {
 			e.wl.report(c.sat, c.satOK)
 			if c.satOK {
@@ -311,6 +324,7 @@ func (p *pool) unrouteLocked(e *endpoint) {
 	}
 	e.routable = false
 	p.slots -= e.limit
+	p.nRoute--
 	p.retired += e.outstanding
 	p.applyLimitLocked()
 	p.failWaitersLocked()
@@ -346,6 +360,7 @@ func (p *pool) add(e *endpoint) bool {
 	p.eps = append(p.eps, e)
 	p.byID[e.ID] = e
 	p.slots += e.limit
+	p.nRoute++
 	p.applyLimitLocked()
 	p.grantLocked(e.added)
 	return true

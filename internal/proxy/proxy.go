@@ -73,7 +73,7 @@ func New(o Options) (*Proxy, error) {
 	p := &Proxy{o: o, c: o.Controller, log: o.Logger}
 	p.mem.max = o.MaxBufferedBytes
 	p.bufs.New = func() any { b := make([]byte, bufSize); return &b }
-	p.pool.init(o.SlowStart, o.WorkerLimit, o.Controller.SetCeiling)
+	p.pool.init(o.SlowStart, o.Lookahead, o.WorkerLimit, o.Controller.SetCeiling)
 	p.up.open = make(map[*upgraded]struct{})
 	p.up.perEp = make(map[*endpoint]int)
 	return p, nil
@@ -140,9 +140,10 @@ func (p *Proxy) CloseIdleConnections() {
 func (p *Proxy) newClient(e supervisor.Endpoint) *workerClient {
 	idle := p.o.MaxIdleConnsPerWorker
 	if idle == 0 {
-		// Concurrency is the most requests the worker is ever given at once
-		// (an adaptive worker's ceiling): one connection each stays open.
-		idle = e.Concurrency
+		// Concurrency and the lookahead are the most requests the worker
+		// is ever given at once (an adaptive worker's ceiling): one
+		// connection each stays open.
+		idle = e.Concurrency + p.o.Lookahead
 	}
 	return &workerClient{
 		network:     e.Network,

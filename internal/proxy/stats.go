@@ -7,8 +7,12 @@ type Stats struct {
 	// Endpoints are the known workers, routable and draining, in the order
 	// they were added.
 	Endpoints []EndpointStats `json:"endpoints"`
-	// Slots is the number of routable worker slots.
+	// Slots is the number of routable worker slots: the sum of their
+	// limits.
 	Slots int `json:"slots"`
+	// Ahead is the number of requests the routable workers may hold
+	// beyond Slots, waiting in a busy worker (Options.Lookahead each).
+	Ahead int `json:"ahead"`
 	// Outstanding is the number of slots taken, on every endpoint.
 	Outstanding int `json:"outstanding"`
 
@@ -116,6 +120,7 @@ func (p *Proxy) Stats() Stats {
 	st.MaxUpgrades = p.o.MaxUpgrades
 	p.pool.mu.Lock()
 	st.Slots = p.pool.slots
+	st.Ahead = p.pool.ahead * p.pool.nRoute
 	st.Outstanding = p.pool.retired
 	st.Endpoints = make([]EndpointStats, 0, len(p.pool.eps))
 	for _, e := range p.pool.eps {
