@@ -162,10 +162,15 @@ type nodeSetup struct {
 	concurrency int
 }
 
+// nodeFamilyBaseline is sluice at its defaults from the baseline binary
+// (Options.HopBaseline), run beside NodeFamilySluice when one is given:
+// a before/after in one run.
+const nodeFamilyBaseline = HopBaseline
+
 // nodeSetups returns the first pass's setups of w (all but HAProxy at the
 // sweep's best N), those of the families listed, in table order.
-// HAProxy needs both binaries.
-func nodeSetups(w NodeWorkload, families []string, haproxy bool) []nodeSetup {
+// HAProxy needs both binaries; the baseline, a baseline binary.
+func nodeSetups(w NodeWorkload, families []string, haproxy, baseline bool) []nodeSetup {
 	var out []nodeSetup
 	for _, f := range NodeSetupFamilies() {
 		if !slices.Contains(families, f) {
@@ -174,6 +179,9 @@ func nodeSetups(w NodeWorkload, families []string, haproxy bool) []nodeSetup {
 		switch f {
 		case NodeFamilySluice:
 			out = append(out, nodeSetup{name: SetupSluice, family: f})
+			if baseline {
+				out = append(out, nodeSetup{name: HopBaseline, family: nodeFamilyBaseline})
+			}
 		case NodeFamilyFixed:
 			for _, n := range w.Fixed {
 				out = append(out, nodeSetup{name: FixedSetup(n), family: f, concurrency: n})

@@ -31,15 +31,18 @@ func TestNodeSetups(t *testing.T) {
 		name     string
 		families []string
 		haproxy  bool
+		baseline bool
 		want     []string
 	}{
-		{"all", NodeSetupFamilies(), true, []string{"sluice", "sluice-fixed-1", "sluice-fixed-4", "sluice-fixed-8", "sluice-fixed-16", "sluice-fixed-32", "nginx-haproxy-500ms", "round-robin"}},
-		{"no haproxy binaries", NodeSetupFamilies(), false, []string{"sluice", "sluice-fixed-1", "sluice-fixed-4", "sluice-fixed-8", "sluice-fixed-16", "sluice-fixed-32", "round-robin"}},
-		{"some families, any order", []string{NodeFamilyRoundRobin, NodeFamilySluice}, true, []string{"sluice", "round-robin"}},
+		{"all", NodeSetupFamilies(), true, false, []string{"sluice", "sluice-fixed-1", "sluice-fixed-4", "sluice-fixed-8", "sluice-fixed-16", "sluice-fixed-32", "nginx-haproxy-500ms", "round-robin"}},
+		{"no haproxy binaries", NodeSetupFamilies(), false, false, []string{"sluice", "sluice-fixed-1", "sluice-fixed-4", "sluice-fixed-8", "sluice-fixed-16", "sluice-fixed-32", "round-robin"}},
+		{"some families, any order", []string{NodeFamilyRoundRobin, NodeFamilySluice}, true, false, []string{"sluice", "round-robin"}},
+		{"a baseline beside sluice", []string{NodeFamilySluice, NodeFamilyHAProxy}, true, true, []string{"sluice", "sluice-before", "nginx-haproxy-500ms"}},
+		{"a baseline, no sluice family", []string{NodeFamilyHAProxy}, true, true, []string{"nginx-haproxy-500ms"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := names(nodeSetups(async, tt.families, tt.haproxy)); !slices.Equal(got, tt.want) {
+			if got := names(nodeSetups(async, tt.families, tt.haproxy, tt.baseline)); !slices.Equal(got, tt.want) {
 				t.Errorf("got %v, want %v", got, tt.want)
 			}
 		})

@@ -106,7 +106,7 @@ func (s *Suite) nodeRuns(ctx context.Context, w NodeWorkload, info *NodeInfo, st
 	// (sluice then drops and re-adds them) and are restarted. It runs in
 	// a pass of its own, last, so that it leaves no mark on the others.
 	var targets, last []*target
-	for _, ns := range nodeSetups(w, s.o.NodeSetups, haproxy) {
+	for _, ns := range nodeSetups(w, s.o.NodeSetups, haproxy, s.o.HopBaseline != "") {
 		t, err := start(ns)
 		if err != nil {
 			return nil, err
@@ -201,6 +201,8 @@ func (s *Suite) startNodeSetup(ctx context.Context, w NodeWorkload, ns nodeSetup
 	switch ns.family {
 	case NodeFamilySluice, NodeFamilyFixed:
 		t.front, err = startSluice(ctx, name, s.o.SluiceBin, SluiceConfig{Workers: pool.Addrs, Concurrency: ns.concurrency}, dir)
+	case nodeFamilyBaseline:
+		t.front, err = startSluice(ctx, name, s.o.HopBaseline, SluiceConfig{Workers: pool.Addrs}, dir)
 	case NodeFamilyHAProxy:
 		t.front, err = startNginxHAProxy(ctx, name, s.o.NginxBin, s.o.HAProxyBin,
 			HAProxyConfig{Workers: pool.Addrs, QueueTimeout: 500 * time.Millisecond, MaxConn: ns.concurrency}, dir, w.Query)

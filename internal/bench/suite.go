@@ -122,7 +122,8 @@ type Options struct {
 	// open loop near the fronts' capacity collapses into timeouts: a
 	// lower rate keeps the comparison.
 	HopRate float64
-	// HopBaseline is a second sluice binary that scenario hop-cpu measures
+	// HopBaseline is a second sluice binary that scenario hop-cpu, and the
+	// Node.js scenarios with their sluice family, measure
 	// beside SluiceBin (setup sluice-before): an older build, for a
 	// before/after in one run. Empty leaves it out.
 	HopBaseline string

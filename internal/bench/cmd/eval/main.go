@@ -98,7 +98,7 @@ func newSuiteFlagSet(stderr io.Writer) (*flag.FlagSet, *evalFlags) {
 	fs.IntVar(&o.NodeReactItems, "node-react-items", bench.NodeReactItems, "listing cards of "+bench.ScenarioNodeReact+"'s page; 200 or -1: the example's whole page")
 	fs.StringVar(&f.nodeSetups, "node-setups", strings.Join(bench.NodeSetupFamilies(), ","), "comma-separated setup families of the Node.js scenarios")
 	fs.Float64Var(&o.HopRate, "hop-rate", bench.HopCPURate, "scenario "+bench.ScenarioHopCPU+": the fixed offered rate, requests per second")
-	fs.StringVar(&o.HopBaseline, "hop-baseline", "", "scenario "+bench.ScenarioHopCPU+": a second sluice binary measured beside -sluice (setup "+bench.HopBaseline+"), for a before/after in one run")
+	fs.StringVar(&o.HopBaseline, "hop-baseline", "", "scenarios "+bench.ScenarioHopCPU+" and node-*: a second sluice binary measured beside -sluice (setup "+bench.HopBaseline+"), for a before/after in one run")
 	fs.StringVar(&f.layout, "layout", defaultLayout(), "where the workers run: "+bench.LayoutPinned+" (CPUs of their own, the upper half; the harness and the fronts on the rest; the default with 2 or more CPUs) or "+bench.LayoutShared+" (every process on every CPU, as in a pod)")
 	fs.BoolVar(&f.rewrite, "rewrite", false, "measure nothing: rewrite the tables and charts in -out from its JSON files")
 	return fs, f
