@@ -112,6 +112,10 @@ type Ticket struct {
 	probe        [2]uint64 // the probation generation each shape is probed in; 0: not a probe
 }
 
+// Probe reports whether tk's request is the probe of a shape on
+// probation: its outcome decides the shape's fate.
+func (tk Ticket) Probe() bool { return tk.probe != [2]uint64{} }
+
 // Table is the memory of the shapes that killed workers. Create it with
 // New; all methods are safe for concurrent use, and each takes the time
 // as a parameter. Admit and Done cost one atomic load while the table is
@@ -150,6 +154,10 @@ func New(o Options) (*Table, error) {
 	}
 	return &Table{o: o.withDefaults(), shapes: make(map[string]*entry)}, nil
 }
+
+// Empty reports whether the table remembers no shape: Done then has
+// nothing to learn but a probe's outcome.
+func (t *Table) Empty() bool { return t.size.Load() == 0 }
 
 // Admit reports whether a request of method and path may go to a worker,
 // and returns its ticket, for Done. It refuses a request whose shape is
