@@ -1,6 +1,7 @@
 package proxy_test
 
 import (
+	"fmt"
 	"net/http"
 	"testing"
 	"testing/synctest"
@@ -10,6 +11,7 @@ import (
 	"github.com/sluicehq/sluice/internal/poison"
 	"github.com/sluicehq/sluice/internal/proxy"
 	"github.com/sluicehq/sluice/internal/supervisor"
+	"github.com/sluicehq/sluice/limit"
 )
 
 func newPoisonTable(t *testing.T, o poison.Options) *poison.Table {
@@ -155,4 +157,42 @@ func TestPoisonProbe(t *testing.T) {
 		want("as the second probe", http.StatusOK)
 		want("after the probe was served", http.StatusOK)
 	})
+}
+
+// BenchmarkProxyServePoison is BenchmarkProxyServe/json with a poison
+// table: empty (every death forgotten: the common case), and remembering
+// 100 shapes, none of the request's (its shapes are then computed twice).
+// Compare with BenchmarkProxyServe/json for the cost of the defence.
+func BenchmarkProxyServePoison(b *testing.B) {
+	for _, tracked := range []int{0, 100} {
+		b.Run(fmt.Sprintf("tracked=%d", tracked), func(b *testing.B) {
+			c, err := admission.New(admission.Options{Limit: limit.NewFixed(16), QueueSize: -1, SampleWindow: -1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			tb, _ := poison.New(poison.Options{})
+			for i := range tracked {
+				tb.Died(time.Now(), []poison.Request{{Method: "GET", Path: fmt.Sprintf("/p%c%c", 'a'+i%26, 'a'+i/26)}})
+			}
+			p, err := proxy.New(proxy.Options{Controller: c, Poison: tb})
+			if err != nil {
+				b.Fatal(err)
+			}
+			p.Add(supervisor.Endpoint{ID: 1, Network: "tcp", Addr: cannedWorker(b, cannedResponse("application/json", 250)), Concurrency: 8})
+			b.Cleanup(func() {
+				p.CloseIdleConnections()
+				c.Close()
+			})
+			r := benchRequest(b)
+			w := &discardWriter{h: make(http.Header)}
+			b.ReportAllocs()
+			for b.Loop() {
+				w.reset()
+				p.ServeHTTP(w, r)
+				if w.status != http.StatusOK {
+					b.Fatalf("got %d, want 200", w.status)
+				}
+			}
+		})
+	}
 }
