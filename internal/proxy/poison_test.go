@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/sluicehq/sluice/admission"
 	"github.com/sluicehq/sluice/internal/poison"
 	"github.com/sluicehq/sluice/internal/proxy"
+	"github.com/sluicehq/sluice/internal/reqinfo"
 	"github.com/sluicehq/sluice/internal/supervisor"
 	"github.com/sluicehq/sluice/limit"
 )
@@ -63,9 +65,14 @@ func TestPoisonShapeIsShed(t *testing.T) {
 				t.Errorf("Died(%d) after /die %d: got %+v, want served 1, held 1", id, i+1, got)
 			}
 		}
-		c := g.get("/die")
+		r := httptest.NewRequest("GET", "/die", nil)
+		ctx, info := reqinfo.New(r.Context(), time.Now(), "", "", false)
+		c := g.send(r.WithContext(ctx), nil)
 		if code, _ := c.result(); code != http.StatusServiceUnavailable || c.w.header.Get("Sluice-Shed") != "poison" {
 			t.Errorf("third /die: got %d Sluice-Shed %q, want 503 poison", code, c.w.header.Get("Sluice-Shed"))
+		}
+		if info.Shed != "poison" {
+			t.Errorf("the access log's shed reason: got %q, want poison", info.Shed)
 		}
 		if diedOn() != 0 {
 			t.Error("a worker saw the third /die")
