@@ -41,7 +41,8 @@
 //     sends it back into quarantine at once, for twice as long; after a
 //     parole without one it is forgotten. If the probe is in flight at a
 //     death, or fails once it reached its worker, the shape goes back
-//     into quarantine, for twice as long.
+//     into quarantine, for twice as long. A shape on probation that
+//     nobody asks for during Window is forgotten too.
 //
 // The table holds at most MaxShapes shapes; a new one replaces the shape
 // that matters least (one neither quarantined nor on probation, the

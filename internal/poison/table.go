@@ -327,8 +327,10 @@ func forgetFirst(a, b *entry) bool {
 }
 
 // purgeLocked forgets the shapes that no longer count: no death within
-// Window, neither quarantined nor on probation nor on parole. Unless
-// forced, it runs at most once a second. REQUIRES t.mu held.
+// Window, neither quarantined nor on probation nor on parole; or on
+// probation with no probe in flight and no request for Window since the
+// quarantine ended (nobody asks for it any more). Unless forced, it runs
+// at most once a second. REQUIRES t.mu held.
 func (t *Table) purgeLocked(now time.Time, force bool) {
 	if !force && now.Before(t.nextPurge) {
 		return
@@ -336,6 +338,10 @@ func (t *Table) purgeLocked(now time.Time, force bool) {
 	t.nextPurge = now.Add(time.Second)
 	since := now.Add(-t.o.Window)
 	for k, e := range t.shapes {
+		if e.onProbation(now) && e.probe == 0 && e.until.Before(since) && e.touched.Before(since) {
+			delete(t.shapes, k)
+			continue
+		}
 		if !e.until.IsZero() || now.Before(e.parole) {
 			continue
 		}

@@ -211,6 +211,24 @@ func TestProbation(t *testing.T) {
 	})
 }
 
+// A shape on probation that nobody asks for is forgotten a window after
+// its quarantine ended; one asked for (refused) is kept until then.
+func TestIdleProbationIsForgotten(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const q, window = time.Minute, 10 * time.Minute
+		tb := newTable(t, Options{After: 1, Window: window, Quarantine: q})
+		died(tb, "/boom")
+		time.Sleep(q + window - time.Second)
+		if st := tb.Stats(time.Now()); st.Quarantined != 1 {
+			t.Fatalf("a window after the quarantine less a second: got %+v, want it on probation", st)
+		}
+		time.Sleep(2 * time.Second)
+		if st := tb.Stats(time.Now()); st.Tracked != 0 {
+			t.Errorf("a window after the quarantine: got %+v, want it forgotten", st)
+		}
+	})
+}
+
 // Deaths of different paths under one first segment quarantine the
 // coarse shape: varying the rest of the path does not evade the table.
 func TestCoarseShapeCatchesVariants(t *testing.T) {
