@@ -106,7 +106,13 @@ func (c *call) reached() bool {
 }
 
 // shapeTicket is a request's ticket from Options.Poison; Done is called
-// once, by whichever of the handler and the exchange learns the outcome.
+// once, by whichever of the handler and the exchange learns an outcome
+// first. The handler reports NotSent when it returns: a request answered
+// 504, or whose client left, may still be running, and a probe's shape is
+// then probed again meanwhile (its death, if it kills, still reaches the
+// table by Died). The other way round, a ticket the handler left to its
+// exchange could be lost, and a shape left on probation with a probe
+// forever in flight would be refused for good.
 type shapeTicket struct {
 	t    *poison.Table
 	tk   poison.Ticket

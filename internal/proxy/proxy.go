@@ -177,7 +177,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	defer shape.finish(poison.NotSent) // unless an exchange that reached its worker did
+	defer shape.finish(poison.NotSent) // unless an exchange that reached its worker did first
 	var req admission.Request
 	if p.o.Classify != nil {
 		req = p.o.Classify(r)
