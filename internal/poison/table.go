@@ -194,7 +194,7 @@ func (t *Table) Admit(now time.Time, method, path string) (Ticket, bool) {
 }
 
 // Done reports how the request of tk ended. It must be called once for
-// each ticket Admit let through (more calls are harmless). A probe served
+// each ticket Admit let through, and at most once. A probe served
 // puts its shape on parole; a probe that failed at its worker sends it
 // back into quarantine; one not sent lets the next request probe.
 func (t *Table) Done(now time.Time, tk Ticket, o Outcome) {
