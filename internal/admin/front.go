@@ -26,7 +26,8 @@ type frontCollector struct {
 	proxyCounters []proxyCounter
 	slots, slotsInUse, buffered, bufferedPeak, bufferBudget, upgrades,
 	workerLimit, workerMax, workerInflight, workerSaturation, workers,
-	restarts, exits, crashLooping, crashLoopUntil, poolReady, upstreamUp *prometheus.Desc
+	restarts, exits, requestExits, crashLooping, crashLoopUntil, poolReady, upstreamUp,
+	poisonQuarantined, poisonQuarantines, poisonSheds *prometheus.Desc
 }
 
 // proxyCounter is one proxy.Stats counter and its metric.
@@ -47,6 +48,8 @@ type proxyCounter struct {
 //	                                   slot_waits
 //	sluice_proxy_slots, _slots_in_use  worker slots routable, and taken
 //	sluice_proxy_buffered_bytes, _buffered_peak_bytes, _buffer_budget_bytes
+//	sluice_proxy_poison_quarantined    request shapes refused now for killing workers
+//	sluice_proxy_poison_quarantines_total, _poison_sheds_total  (with workers.poison)
 //	sluice_worker_limit{worker}        requests the worker may hold now
 //	sluice_worker_max_concurrency{worker}
 //	sluice_worker_inflight{worker}     requests it holds
@@ -54,6 +57,7 @@ type proxyCounter struct {
 //	sluice_workers{state}              supervised workers per state
 //	sluice_worker_restarts_total{worker}    restarts after unexpected exits
 //	sluice_supervisor_exits_total      unexpected exits (crashes, failed starts)
+//	sluice_supervisor_request_exits_total  of those, workers that died holding requests
 //	sluice_supervisor_crash_looping    1 while the crash-loop guard pauses restarts
 //	sluice_supervisor_crash_loop_resume_timestamp_seconds  when they resume
 //	sluice_supervisor_ready            1 when the pool can serve
@@ -68,24 +72,28 @@ func NewFrontCollector(namespace string, src FrontSources) prometheus.Collector 
 		return prometheus.NewDesc(prometheus.BuildFQName(namespace, sub, name), help, labels, nil)
 	}
 	c := &frontCollector{
-		src:              src,
-		slots:            desc("proxy", "slots", "Worker slots routable: the sum of the workers' limits."),
-		slotsInUse:       desc("proxy", "slots_in_use", "Worker slots taken."),
-		upgrades:         desc("proxy", "upgrades_open", "Upgraded connections (WebSocket) relayed now; they take no worker slot."),
-		buffered:         desc("proxy", "buffered_bytes", "Memory held by buffered request and response bodies."),
-		bufferedPeak:     desc("proxy", "buffered_peak_bytes", "Most memory ever held by buffered bodies."),
-		bufferBudget:     desc("proxy", "buffer_budget_bytes", "Bound on the memory held by buffered bodies."),
-		workerLimit:      desc("worker", "limit", "Requests the worker may hold now.", "worker"),
-		workerMax:        desc("worker", "max_concurrency", "Most requests the worker may ever hold.", "worker"),
-		workerInflight:   desc("worker", "inflight", "Requests the worker holds.", "worker"),
-		workerSaturation: desc("worker", "saturation_ratio", "Last saturation the worker reported, in [0, 1].", "worker"),
-		workers:          desc("", "workers", "Supervised worker processes, by state.", "state"),
-		restarts:         desc("worker", "restarts_total", "Restarts of the worker's slot after unexpected exits.", "worker"),
-		exits:            desc("supervisor", "exits_total", "Unexpected worker exits: crashes and failed starts."),
-		crashLooping:     desc("supervisor", "crash_looping", "1 while the crash-loop guard pauses restarts, else 0."),
-		crashLoopUntil:   desc("supervisor", "crash_loop_resume_timestamp_seconds", "When restarts resume after a crash-loop pause."),
-		poolReady:        desc("supervisor", "ready", "1 when the worker pool can serve, else 0."),
-		upstreamUp:       desc("upstream", "up", "1 when the static upstream passes its health checks, else 0.", "upstream"),
+		src:               src,
+		slots:             desc("proxy", "slots", "Worker slots routable: the sum of the workers' limits."),
+		slotsInUse:        desc("proxy", "slots_in_use", "Worker slots taken."),
+		upgrades:          desc("proxy", "upgrades_open", "Upgraded connections (WebSocket) relayed now; they take no worker slot."),
+		buffered:          desc("proxy", "buffered_bytes", "Memory held by buffered request and response bodies."),
+		bufferedPeak:      desc("proxy", "buffered_peak_bytes", "Most memory ever held by buffered bodies."),
+		bufferBudget:      desc("proxy", "buffer_budget_bytes", "Bound on the memory held by buffered bodies."),
+		workerLimit:       desc("worker", "limit", "Requests the worker may hold now.", "worker"),
+		workerMax:         desc("worker", "max_concurrency", "Most requests the worker may ever hold.", "worker"),
+		workerInflight:    desc("worker", "inflight", "Requests the worker holds.", "worker"),
+		workerSaturation:  desc("worker", "saturation_ratio", "Last saturation the worker reported, in [0, 1].", "worker"),
+		workers:           desc("", "workers", "Supervised worker processes, by state.", "state"),
+		restarts:          desc("worker", "restarts_total", "Restarts of the worker's slot after unexpected exits.", "worker"),
+		exits:             desc("supervisor", "exits_total", "Unexpected worker exits: crashes and failed starts."),
+		requestExits:      desc("supervisor", "request_exits_total", "Unexpected exits of workers that had answered requests and died holding some: not counted by the crash-loop guard."),
+		poisonQuarantined: desc("proxy", "poison_quarantined", "Request shapes refused now (or on probation) because requests of that shape were in flight when workers died."),
+		poisonQuarantines: desc("proxy", "poison_quarantines_total", "Times a request shape was quarantined for killing workers."),
+		poisonSheds:       desc("proxy", "poison_sheds_total", "Requests answered 503 Sluice-Shed: poison: their shape is quarantined."),
+		crashLooping:      desc("supervisor", "crash_looping", "1 while the crash-loop guard pauses restarts, else 0."),
+		crashLoopUntil:    desc("supervisor", "crash_loop_resume_timestamp_seconds", "When restarts resume after a crash-loop pause."),
+		poolReady:         desc("supervisor", "ready", "1 when the worker pool can serve, else 0."),
+		upstreamUp:        desc("upstream", "up", "1 when the static upstream passes its health checks, else 0.", "upstream"),
 	}
 	counter := func(name, help string, get func(*proxy.Stats) uint64) {
 		c.proxyCounters = append(c.proxyCounters, proxyCounter{desc("proxy", name, help), get})
@@ -116,7 +124,8 @@ func (c *frontCollector) Describe(ch chan<- *prometheus.Desc) {
 	}
 	for _, d := range []*prometheus.Desc{c.slots, c.slotsInUse, c.upgrades, c.buffered, c.bufferedPeak, c.bufferBudget,
 		c.workerLimit, c.workerMax, c.workerInflight, c.workerSaturation, c.workers,
-		c.restarts, c.exits, c.crashLooping, c.crashLoopUntil, c.poolReady, c.upstreamUp} {
+		c.restarts, c.exits, c.requestExits, c.crashLooping, c.crashLoopUntil, c.poolReady, c.upstreamUp,
+		c.poisonQuarantined, c.poisonQuarantines, c.poisonSheds} {
 		ch <- d
 	}
 }
@@ -142,6 +151,11 @@ func (c *frontCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.buffered, float64(ps.BufferedBytes))
 		gauge(c.bufferedPeak, float64(ps.BufferedPeak))
 		gauge(c.bufferBudget, float64(ps.BufferBudget))
+		if pz := ps.Poison; pz != nil {
+			gauge(c.poisonQuarantined, float64(pz.Quarantined))
+			ch <- prometheus.MustNewConstMetric(c.poisonQuarantines, prometheus.CounterValue, float64(pz.Quarantines))
+			ch <- prometheus.MustNewConstMetric(c.poisonSheds, prometheus.CounterValue, float64(pz.Sheds))
+		}
 		c.collectWorkers(ch, &ps, sup)
 	}
 	if c.src.Upstreams != nil {
@@ -161,6 +175,7 @@ func (c *frontCollector) collectSupervisor(ch chan<- prometheus.Metric, s *super
 		gauge(c.crashLoopUntil, float64(s.CrashLoopUntil.UnixNano())/1e9)
 	}
 	ch <- prometheus.MustNewConstMetric(c.exits, prometheus.CounterValue, float64(s.Exits))
+	ch <- prometheus.MustNewConstMetric(c.requestExits, prometheus.CounterValue, float64(s.RequestExits))
 	byState := map[string]int{}
 	for st := supervisor.StateStarting; st <= supervisor.StateExited; st++ {
 		byState[st.String()] = 0 // every state from the first scrape

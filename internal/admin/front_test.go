@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/admin"
+	"github.com/sluicehq/sluice/internal/poison"
 	"github.com/sluicehq/sluice/internal/proxy"
 	"github.com/sluicehq/sluice/internal/supervisor"
 )
@@ -18,6 +19,7 @@ func TestFrontCollector(t *testing.T) {
 		Slots: 5, Outstanding: 3, BadGateway: 2, GatewayTimeout: 1, Retries: 4, WastedRenders: 6,
 		BufferedBytes: 100, BufferedPeak: 300, BufferBudget: 1000,
 		Upgrades: 7, UpgradesTotal: 12, UpgradesRefused: 1,
+		Poison: &poison.Stats{Quarantined: 2, Quarantines: 5, Sheds: 40},
 		Endpoints: []proxy.EndpointStats{
 			{ID: 7, Addr: "a", Limit: 1, Concurrency: 1, Outstanding: 1, Saturation: -1, Draining: true},
 			{ID: 9, Addr: "b", Limit: 2, Concurrency: 4, Outstanding: 1, Saturation: 0.5},
@@ -25,7 +27,7 @@ func TestFrontCollector(t *testing.T) {
 		},
 	}
 	ss := supervisor.Stats{
-		Ready: true, CrashLooping: true, CrashLoopUntil: until, Exits: 11,
+		Ready: true, CrashLooping: true, CrashLoopUntil: until, Exits: 11, RequestExits: 4,
 		Workers: []supervisor.WorkerInfo{
 			{ID: 7, Slot: 0, State: supervisor.StateDraining, Restarts: 2},
 			{ID: 9, Slot: 0, State: supervisor.StateReady, Restarts: 2},
@@ -61,6 +63,10 @@ func TestFrontCollector(t *testing.T) {
 		`sluice_workers{state="draining"}`:                      "1",
 		`sluice_workers{state="exited"}`:                        "0",
 		"sluice_supervisor_exits_total":                         "11",
+		"sluice_supervisor_request_exits_total":                 "4",
+		"sluice_proxy_poison_quarantined":                       "2",
+		"sluice_proxy_poison_quarantines_total":                 "5",
+		"sluice_proxy_poison_sheds_total":                       "40",
 		"sluice_supervisor_crash_looping":                       "1",
 		"sluice_supervisor_ready":                               "1",
 		"sluice_supervisor_crash_loop_resume_timestamp_seconds": "1.7e+09",

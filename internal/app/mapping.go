@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluicehq/sluice/admission"
 	"github.com/sluicehq/sluice/internal/config"
+	"github.com/sluicehq/sluice/internal/poison"
 	"github.com/sluicehq/sluice/internal/proxy"
 	"github.com/sluicehq/sluice/internal/supervisor"
 )
@@ -78,6 +79,15 @@ func proxyOptions(cfg *config.Config, ctrl *admission.Controller, cls *admission
 	}
 	o.Trust = func(r *http.Request) proxy.Trust {
 		return proxy.Trust{Peer: cls.Trusted(r), Proxy: cls.TrustedProxy(r)}
+	}
+	if w := cfg.Workers; w != nil && w.Poison.Enabled {
+		// Only supervised workers: the supervisor reports their deaths.
+		t, err := poison.New(poison.Options{After: w.Poison.After, Window: w.Poison.Window,
+			Quarantine: w.Poison.Quarantine, MaxQuarantine: w.Poison.MaxQuarantine})
+		if err != nil {
+			return proxy.Options{}, err
+		}
+		o.Poison = t
 	}
 	if o.Timeout == 0 {
 		o.Timeout = -1

@@ -75,6 +75,31 @@ func TestProxyOptionsLookahead(t *testing.T) {
 	}
 }
 
+// workers.poison gives the proxy a table of shapes; off, or in front of
+// upstreams sluice does not supervise (no deaths reported), none.
+func TestProxyOptionsPoison(t *testing.T) {
+	for _, tt := range []struct {
+		yaml string
+		want bool
+	}{
+		{"workers: {command: w}", true},
+		{"workers: {command: w, poison: {enabled: false}}", false},
+		{"upstreams: {servers: [127.0.0.1:8080]}", false},
+	} {
+		cfg, err := config.Parse("t", []byte(tt.yaml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := proxyOptions(cfg, nil, &admission.Classifier{}, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := o.Poison != nil; got != tt.want {
+			t.Errorf("%s: got a poison table %v, want %v", tt.yaml, got, tt.want)
+		}
+	}
+}
+
 func TestStaticOptions(t *testing.T) {
 	cfg, err := config.Parse("t", []byte(`upstreams:
   servers: ["127.0.0.1:8080", {address: "unix:/run/app.sock", concurrency: 4}, {address: "127.0.0.1:8081", maxConcurrency: 9}]

@@ -280,6 +280,9 @@ type Workers struct {
 	RestartBackoff Backoff `yaml:"restartBackoff"`
 	// CrashLoop pauses restarts when workers keep dying.
 	CrashLoop CrashLoop `yaml:"crashLoop"`
+	// Poison refuses for a while the requests shaped like those that
+	// killed workers.
+	Poison Poison `yaml:"poison"`
 	// StopTimeout is how long a process has to exit after SIGTERM before
 	// SIGKILL.
 	StopTimeout time.Duration `yaml:"stopTimeout"`
@@ -345,6 +348,21 @@ func (c CrashLoop) Limit(processes int) int {
 		return 5 * max(processes, 1)
 	}
 	return c.Exits
+}
+
+// Poison is the defence against requests that kill their worker (see
+// internal/poison): a request shape (method and generalised path) in
+// flight at After worker deaths within Window, and answered fewer times
+// than that, is refused with 503 for Quarantine, doubling each time it
+// kills again after, up to MaxQuarantine; one request at a time probes it
+// after each quarantine. While Enabled, a worker that answered requests
+// and died holding some does not count toward CrashLoop.
+type Poison struct {
+	Enabled       bool          `yaml:"enabled"`
+	After         int           `yaml:"after"`
+	Window        time.Duration `yaml:"window"`
+	Quarantine    time.Duration `yaml:"quarantine"`
+	MaxQuarantine time.Duration `yaml:"maxQuarantine"`
 }
 
 // Upstreams configures servers sluice forwards to but does not start.
@@ -560,6 +578,7 @@ func (w *Workers) setDefaults() {
 		SlowStart:      10 * time.Second,
 		RestartBackoff: Backoff{Initial: 100 * time.Millisecond, Max: 30 * time.Second},
 		CrashLoop:      CrashLoop{Window: 60 * time.Second},
+		Poison:         Poison{Enabled: true, After: 2, Window: 10 * time.Minute, Quarantine: time.Minute, MaxQuarantine: time.Hour},
 		StopTimeout:    10 * time.Second,
 	}
 }

@@ -117,6 +117,8 @@ func TestErrors(t *testing.T) {
 		{"negative slow start", "workers:\n  command: w\n  slowStart: -5s\n", 3, "workers.slowStart", "is negative"},
 		{"backoff max below initial", "workers:\n  command: w\n  restartBackoff: {initial: 2s, max: 1s}\n", 3, "workers.restartBackoff.max", "1s is less than initial (2s)"},
 		{"crash window zero", "workers:\n  command: w\n  crashLoop: {window: 0}\n", 3, "workers.crashLoop.window", "must be greater than 0"},
+		{"poison after zero", "workers:\n  command: w\n  poison: {after: 0}\n", 3, "workers.poison.after", "must be at least 1"},
+		{"poison quarantine above its max", "workers:\n  command: w\n  poison: {quarantine: 2h}\n", 3, "workers.poison.maxQuarantine", "less than quarantine"},
 		{"no upstream servers", "upstreams:\n  healthCheck: {interval: 1s}\n", 1, "upstreams.servers", "at least one server"},
 		{"upstream without port", "upstreams:\n  servers: [localhost]\n", 2, "upstreams.servers[0].address", "not host:port"},
 		{"upstream port zero", "upstreams:\n  servers:\n    - address: \"127.0.0.1:0\"\n", 3, "upstreams.servers[0].address", "port 0 cannot be dialled"},

@@ -339,6 +339,12 @@ func (v *validator) workers(w *Workers) {
 		v.errorf(at+"restartBackoff.max", "%v is less than initial (%v)", w.RestartBackoff.Max, w.RestartBackoff.Initial)
 	}
 	v.positive(at+"crashLoop.window", w.CrashLoop.Window)
+	v.atLeast(at+"poison.after", w.Poison.After, 1)
+	v.positive(at+"poison.window", w.Poison.Window)
+	v.positive(at+"poison.quarantine", w.Poison.Quarantine)
+	if w.Poison.MaxQuarantine < w.Poison.Quarantine {
+		v.errorf(at+"poison.maxQuarantine", "%v is less than quarantine (%v)", w.Poison.MaxQuarantine, w.Poison.Quarantine)
+	}
 }
 
 // concurrency checks a concurrency and its adaptive maximum; at ends in ".".

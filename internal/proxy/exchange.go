@@ -38,6 +38,7 @@ type exchange struct {
 	body      *body   // req's body, released by finish; nil for none
 	call      call    // req's way to the worker: aborted when hung, sent or not
 	permit    admission.Permit
+	shape     *shapeTicket // with Options.Poison; nil: nothing to report
 	start     time.Time
 	hangAfter time.Duration // silence after which the worker is hung; <= 0 never
 	limit     int           // bytes that may wait in memory for the client
@@ -354,6 +355,7 @@ func (x *exchange) finish(resp *http.Response, err error, hung *time.Timer) {
 	now := time.Now()
 	p, e := x.p, x.ep
 	x.account(resp, err, wasHung)
+	x.released(err, now)
 	// The slot is free before the handler can learn of a failure and
 	// retry, or give the permit to the next request.
 	x.mu.Lock()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/admission"
+	"github.com/sluicehq/sluice/internal/poison"
 )
 
 // Defaults applied by New to zero fields of Options.
@@ -122,6 +123,14 @@ type Options struct {
 	// nobody will: the worker stays routable and its freed slot is used
 	// again, as for an upstream sluice does not start.
 	OnHung func(id int)
+
+	// Poison, when set, remembers the request shapes in flight when a
+	// worker died (the Proxy is a supervisor.Witness) and refuses those it
+	// quarantines, before admission: 503 with Sluice-Shed: poison
+	// (ShedPoison), or the route's fallback for a shed. nil means no
+	// request is refused for its shape, and every worker death counts
+	// toward the supervisor's crash-loop guard.
+	Poison *poison.Table
 
 	// SlowStart: among idle workers, those added less than SlowStart ago
 	// (cold: no JIT, empty caches) get a request only when every warm one

@@ -38,6 +38,8 @@ type endpoint struct {
 	quarantine  time.Time // not picked before then: its last dial was refused
 	lastPick    uint64
 	idle        chan struct{} // made by Drain, closed when nothing is outstanding or on Remove
+
+	held held // the requests it holds, with Options.Poison (poison.go)
 }
 
 // rendering is how many of e's requests its limit's evidence counts: those

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/admission"
+	"github.com/sluicehq/sluice/internal/poison"
 	"github.com/sluicehq/sluice/internal/reqinfo"
 	"github.com/sluicehq/sluice/internal/supervisor"
 )
@@ -173,6 +174,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.serveUpgrade(w, r)
 		return
 	}
+	shape, ok := p.admitShape(w, r)
+	if !ok {
+		return
+	}
+	defer shape.finish(poison.NotSent) // unless an exchange that reached its worker did first
 	var req admission.Request
 	if p.o.Classify != nil {
 		req = p.o.Classify(r)
@@ -202,7 +208,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	p.forward(w, r, req, body, permit)
+	p.forward(w, r, req, body, permit, shape)
 }
 
 func (p *Proxy) bodyError(w http.ResponseWriter, r *http.Request, err error) {
@@ -234,7 +240,7 @@ func (p *Proxy) bodyError(w http.ResponseWriter, r *http.Request, err error) {
 // when its worker failed before any byte of it was written (a refused
 // dial, say), never once the request reached a worker (see sent.go). It
 // gives back permit, or hands it to the exchange that keeps the slot.
-func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, req admission.Request, b *body, permit admission.Permit) {
+func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, req admission.Request, b *body, permit admission.Permit, shape *shapeTicket) {
 	ctx := r.Context()
 	var trust Trust
 	if p.o.Trust != nil {
@@ -258,6 +264,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, req admission.Re
 		}
 		setBudget(hdr, budget)
 		x := p.dispatch(r, ep, hdr, b, permit, budget)
+		p.hold(x, shape)
 		o := x.serve(ctx, w, budget)
 		if info != nil {
 			info.Worker, info.Dispatched, info.WorkerTime = ep.ID, x.start, time.Since(x.start)

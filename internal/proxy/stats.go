@@ -1,6 +1,10 @@
 package proxy
 
-import "time"
+import (
+	"time"
+
+	"github.com/sluicehq/sluice/internal/poison"
+)
 
 // Stats is a snapshot of a Proxy for the admin page.
 type Stats struct {
@@ -69,6 +73,9 @@ type Stats struct {
 	UpgradesTotal   uint64 `json:"upgradesTotal"`
 	UpgradesRefused uint64 `json:"upgradesRefused"`
 	MaxUpgrades     int    `json:"maxUpgrades"`
+	// Poison is Options.Poison's snapshot: the shapes quarantined and the
+	// requests refused; nil without it.
+	Poison *poison.Stats `json:"poison,omitempty"`
 }
 
 // EndpointStats describes one worker.
@@ -118,6 +125,10 @@ func (p *Proxy) Stats() Stats {
 	st.Upgrades, st.UpgradesTotal, st.UpgradesRefused = len(p.up.open), p.up.total, p.up.refused
 	p.up.mu.Unlock()
 	st.MaxUpgrades = p.o.MaxUpgrades
+	if p.o.Poison != nil {
+		ps := p.o.Poison.Stats(time.Now())
+		st.Poison = &ps
+	}
 	p.pool.mu.Lock()
 	st.Slots = p.pool.slots
 	st.Ahead = p.pool.ahead * p.pool.nRoute

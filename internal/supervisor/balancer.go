@@ -57,3 +57,28 @@ type Balancer interface {
 	// flight on it fail on their own (a dead socket). It must not block.
 	Remove(id int)
 }
+
+// Death is what a Witness saw of a worker that died.
+type Death struct {
+	// Served is how many requests the worker answered in its life.
+	Served uint64
+	// Held is how many requests it held when it died: sent to it and not
+	// answered.
+	Held int
+}
+
+// A Witness is a Balancer that sees the requests its workers hold; the
+// proxy is one. When a worker it was given (Add) exits while sluice was
+// not stopping it, the Supervisor asks it, from that worker's goroutine,
+// after the process was reaped and before Remove, what the worker was
+// doing. Died must not block nor call back into the Supervisor.
+//
+// A worker that answered requests and then died holding some was most
+// likely killed by one of them, not by its command: such an exit restarts
+// the slot as any other, but does not count toward the crash-loop guard,
+// so that a client sending a poisonous request cannot pause every
+// restart (the proxy remembers and refuses the shapes that kill).
+type Witness interface {
+	Balancer
+	Died(id int) Death
+}

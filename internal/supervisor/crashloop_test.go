@@ -167,3 +167,44 @@ func TestCrashLoopPauseIsBounded(t *testing.T) {
 		t.Errorf("got a pause of %v after 20 trips, want %v", got, maxCrashLoopPause)
 	}
 }
+
+// Workers that answered requests and died holding some were most likely
+// killed by a request: however many die, restarts go on. A worker that
+// dies holding nothing, or on the first request it was given, counts as
+// its command's failure.
+func TestCrashLoopSparesDeathsOfRequests(t *testing.T) {
+	tests := []struct {
+		name      string
+		death     Death
+		wantLoop  bool
+		wantByReq int
+	}{
+		{"served, then died holding a request", Death{Served: 3, Held: 1}, false, 8},
+		{"died holding nothing", Death{Served: 3}, true, 0},
+		{"died on its first request", Death{Held: 1}, true, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := startHarness(t, Options{Count: 2, CrashLoopExits: 2, BackoffJitter: -1, StableAfter: time.Hour}, nil)
+				h.bal.setDeath(tt.death)
+				for i := range 8 {
+					if h.sup.Stats().CrashLooping {
+						break
+					}
+					h.env.proc(h.current(i % 2)).crash(errors.New("exit status 1"))
+					synctest.Wait()
+					time.Sleep(5 * time.Second) // past the restart delay
+					synctest.Wait()
+				}
+				st := h.sup.Stats()
+				if st.CrashLooping != tt.wantLoop || st.Ready == tt.wantLoop {
+					t.Errorf("got crashLooping %v ready %v, want %v %v", st.CrashLooping, st.Ready, tt.wantLoop, !tt.wantLoop)
+				}
+				if st.RequestExits != tt.wantByReq {
+					t.Errorf("RequestExits: got %d, want %d (of %d exits)", st.RequestExits, tt.wantByReq, st.Exits)
+				}
+			})
+		})
+	}
+}

@@ -57,6 +57,16 @@
 // (/__sluice/health) does not follow the guard: restarting sluice would
 // restart the same workers, which the supervisor does anyway.
 //
+// The guard is for a command that fails, not for a request that kills: a
+// client must not be able to pause every restart by sending the same
+// poisonous request a few times. When the Balancer is a Witness (the
+// proxy is), the supervisor asks it about each unexpected exit of a
+// worker it was given; a worker that had answered requests and died
+// holding some is restarted like any other, but its exit is not counted
+// by the guard (Stats.RequestExits counts it). A worker that dies before
+// it is ready, holding nothing, or on the first request it was given
+// still counts: that is what a broken command looks like.
+//
 // A worker the proxy found hung (silent past its budget and grace while
 // holding a slot) is killed with Kill: SIGKILL to its group, then the same
 // path as a crash.

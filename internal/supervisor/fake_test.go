@@ -213,6 +213,8 @@ type fakeBalancer struct {
 	hold bool
 	held map[int]chan struct{}
 	eps  map[int]Endpoint
+	// death is what Died reports for every worker; zero: nothing seen.
+	death Death
 }
 
 func newFakeBalancer(rec *recorder) *fakeBalancer {
@@ -261,6 +263,18 @@ func (b *fakeBalancer) Remove(id int) {
 	b.rec.add("remove %d", id)
 }
 
+func (b *fakeBalancer) Died(id int) Death {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.death
+}
+
+func (b *fakeBalancer) setDeath(d Death) {
+	b.mu.Lock()
+	b.death = d
+	b.mu.Unlock()
+}
+
 func (b *fakeBalancer) endpoint(id int) (Endpoint, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -268,5 +282,5 @@ func (b *fakeBalancer) endpoint(id int) (Endpoint, bool) {
 	return e, ok
 }
 
-var _ Balancer = (*fakeBalancer)(nil)
+var _ Witness = (*fakeBalancer)(nil)
 var _ process = (*fakeProc)(nil)

@@ -110,7 +110,9 @@ type Options struct {
 	// CrashLoopExits and CrashLoopWindow form the crash-loop guard: more
 	// than CrashLoopExits unexpected exits (crashes, start failures) within
 	// CrashLoopWindow stop all restarts and turn Ready false, until a
-	// RollingRestart. Zero CrashLoopExits means
+	// RollingRestart. The exits of workers that answered requests and
+	// died holding some, as a Witness Balancer saw them, do not count:
+	// those are most likely a request's doing, not the command's. Zero CrashLoopExits means
 	// DefaultCrashLoopExitsPerWorker x Count; negative disables the guard.
 	// Zero CrashLoopWindow means DefaultCrashLoopWindow.
 	CrashLoopExits  int

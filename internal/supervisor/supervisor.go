@@ -61,6 +61,9 @@ type Supervisor struct {
 	rearmAt   time.Time // when the current or last cool-down ends
 	trips     int       // cool-downs in a row, for their length
 	exits     int       // unexpected exits
+	// requestExits are the exits of workers that died holding requests
+	// after answering some (Witness): not counted by the guard.
+	requestExits int
 }
 
 // slot is one of the Count places a worker runs in; guarded by mu.
@@ -325,6 +328,10 @@ type Stats struct {
 	CrashLoopUntil time.Time `json:"crashLoopUntil,omitzero"`
 	// Exits counts unexpected exits (crashes and failed starts) since Run.
 	Exits int `json:"exits"`
+	// RequestExits counts, among Exits, the workers that had answered
+	// requests and died holding some (see Witness): most likely killed by
+	// a request, they do not count toward the crash-loop guard.
+	RequestExits int `json:"requestExits"`
 	// Workers lists every worker not yet reaped and each slot's current
 	// worker (which may have exited and await its restart), by slot then ID.
 	Workers []WorkerInfo `json:"workers"`
@@ -334,7 +341,7 @@ type Stats struct {
 func (s *Supervisor) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := Stats{Ready: s.readyLocked(), CrashLooping: s.crashLoop, Exits: s.exits}
+	st := Stats{Ready: s.readyLocked(), CrashLooping: s.crashLoop, Exits: s.exits, RequestExits: s.requestExits}
 	if s.crashLoop {
 		st.CrashLoopUntil = s.rearmAt
 	}

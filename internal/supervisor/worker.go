@@ -266,6 +266,7 @@ func (s *Supervisor) warmUp(ctx context.Context, w *worker) error {
 // accountExit records w's end and decides whether its slot restarts, and
 // after how long.
 func (s *Supervisor) accountExit(w *worker, err error) (delay time.Duration, restart bool) {
+	byRequest := s.diedOfRequest(w)
 	now := time.Now()
 	s.mu.Lock()
 	if w.exitErr == nil {
@@ -285,7 +286,10 @@ func (s *Supervisor) accountExit(w *worker, err error) (delay time.Duration, res
 	var cooldown time.Duration
 	if current && !expected && !s.closed {
 		s.exits++
-		if !s.crashLoop && s.guard.record(now) {
+		if byRequest {
+			s.requestExits++
+		}
+		if !s.crashLoop && !byRequest && s.guard.record(now) {
 			cooldown, tripped = s.tripLocked(now), true
 		}
 		if s.crashLoop {
@@ -316,6 +320,9 @@ func (s *Supervisor) accountExit(w *worker, err error) (delay time.Duration, res
 		s.log.Error("workers are crash-looping: restarts paused, then tried again",
 			"worker", w.id, "exit", errString(exitErr),
 			"exits", s.opts.CrashLoopExits+1, "window", s.opts.CrashLoopWindow, "pause", cooldown)
+	case restart && byRequest:
+		s.log.Warn("worker died holding requests; restarting (not counted as a crash loop)", "worker", w.id,
+			"slot", w.slot, "pid", w.pid, "exit", errString(exitErr), "delay", delay)
 	case restart:
 		s.log.Warn("worker exited; restarting", "worker", w.id, "slot", w.slot, "pid", w.pid,
 			"exit", errString(exitErr), "delay", delay)
@@ -323,6 +330,26 @@ func (s *Supervisor) accountExit(w *worker, err error) (delay time.Duration, res
 		s.log.Warn("worker exited", "worker", w.id, "slot", w.slot, "pid", w.pid, "exit", errString(exitErr))
 	}
 	return delay, restart
+}
+
+// diedOfRequest reports whether w, which exited while sluice was not
+// stopping it, had answered requests and died holding some, as the
+// Balancer saw it (see Witness): then a request, not the command, most
+// likely killed it. A worker that dies before it is ready, or on the
+// first request it is given, counts as its command's failure.
+func (s *Supervisor) diedOfRequest(w *worker) bool {
+	wit, ok := s.bal.(Witness)
+	if !ok {
+		return false
+	}
+	s.mu.Lock()
+	ask := w.added && !w.stopping
+	s.mu.Unlock()
+	if !ask {
+		return false
+	}
+	d := wit.Died(w.id)
+	return d.Served > 0 && d.Held > 0
 }
 
 func errString(err error) string {
