@@ -193,6 +193,22 @@ func (t *Table) Admit(now time.Time, method, path string) (Ticket, bool) {
 	return tk, true
 }
 
+// RetryAfter is how long a request of method and path that Admit refused
+// at now would be refused still: the rest of its shape's quarantine, or,
+// on probation while another request probes, one second.
+func (t *Table) RetryAfter(now time.Time, method, path string) time.Duration {
+	s := shapesOf(method, path)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var d time.Duration
+	for _, k := range []string{s.fine, s.coarse} {
+		if e := t.shapes[k]; k != "" && e != nil && !e.until.IsZero() {
+			d = max(d, e.until.Sub(now), time.Second)
+		}
+	}
+	return d
+}
+
 // Done reports how the request of tk ended. It must be called once for
 // each ticket Admit let through, and at most once. A probe served
 // puts its shape on parole; a probe that failed at its worker sends it

@@ -3,6 +3,7 @@ package proxy
 import (
 	"log/slog"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -138,7 +139,7 @@ func (p *Proxy) admitShape(w http.ResponseWriter, r *http.Request) (*shapeTicket
 		if info := reqinfo.From(r.Context()); info != nil {
 			info.Shed = ShedPoison
 		}
-		p.shedPoison(w, r)
+		p.shedPoison(w, r, t.RetryAfter(time.Now(), r.Method, r.URL.Path))
 		return nil, false
 	}
 	if t.Empty() && !tk.Probe() {
@@ -147,10 +148,13 @@ func (p *Proxy) admitShape(w http.ResponseWriter, r *http.Request) (*shapeTicket
 	return &shapeTicket{t: t, tk: tk}, true
 }
 
-// shedPoison answers a request of a quarantined shape: 503, or its
-// route's fallback for a shed.
-func (p *Proxy) shedPoison(w http.ResponseWriter, r *http.Request) {
-	decorate := func(h http.Header) { h.Set(admission.HeaderShed, ShedPoison) }
+// shedPoison answers a request of a quarantined shape: 503 with the rest
+// of its quarantine as Retry-After, or its route's fallback for a shed.
+func (p *Proxy) shedPoison(w http.ResponseWriter, r *http.Request, retry time.Duration) {
+	decorate := func(h http.Header) {
+		h.Set(admission.HeaderShed, ShedPoison)
+		h.Set("Retry-After", strconv.FormatInt(int64((retry+time.Second-1)/time.Second), 10))
+	}
 	if p.fallback(w, r, "shed", decorate) {
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -70,6 +71,11 @@ func TestPoisonShapeIsShed(t *testing.T) {
 		c := g.send(r.WithContext(ctx), nil)
 		if code, _ := c.result(); code != http.StatusServiceUnavailable || c.w.header.Get("Sluice-Shed") != "poison" {
 			t.Errorf("third /die: got %d Sluice-Shed %q, want 503 poison", code, c.w.header.Get("Sluice-Shed"))
+		}
+		// The first quarantine lasts poison.DefaultQuarantine, all of it
+		// still to come: the time stands still in the bubble.
+		if got, want := c.w.header.Get("Retry-After"), strconv.Itoa(int(poison.DefaultQuarantine/time.Second)); got != want {
+			t.Errorf("third /die: got Retry-After %q, want %q, the rest of the quarantine", got, want)
 		}
 		if info.Shed != "poison" {
 			t.Errorf("the access log's shed reason: got %q, want poison", info.Shed)
