@@ -63,17 +63,19 @@ func proxyOptions(cfg *config.Config, ctrl *admission.Controller, cls *admission
 		Controller: ctrl,
 		// server.backpressure.eluMax, applied per worker: the saturation
 		// each adaptive worker's limit keeps under.
-		WorkerLimit:         proxy.WorkerLimit{MaxSaturation: cfg.Server.Backpressure.SaturationMax},
-		Classify:            cls.Classify,
-		PingPath:            p.PingPath,
-		NoPing:              p.PingPath == "",
-		Timeout:             p.Timeout,
-		MaxBodyBytes:        p.MaxBodyBytes,
-		MaxBufferedBytes:    p.MaxBufferedBytes, // 0: derived from the machine, as in the file
-		BufferResponseBytes: p.BufferResponseBytes,
-		MaxUpgrades:         p.MaxUpgrades,
-		SlowStart:           slowStart(cfg),
-		Logger:              log,
+		WorkerLimit:          proxy.WorkerLimit{MaxSaturation: cfg.Server.Backpressure.SaturationMax},
+		Classify:             cls.Classify,
+		PingPath:             p.PingPath,
+		NoPing:               p.PingPath == "",
+		Timeout:              p.Timeout,
+		MaxBodyBytes:         p.MaxBodyBytes,
+		MaxBufferedBytes:     p.MaxBufferedBytes, // 0: derived from the machine, as in the file
+		BufferResponseBytes:  p.BufferResponseBytes,
+		MaxUpgrades:          p.MaxUpgrades,
+		MaxHeaderFields:      p.MaxHeaderFields,
+		UnderscoresInHeaders: p.UnderscoresInHeaders,
+		SlowStart:            slowStart(cfg),
+		Logger:               log,
 	}
 	o.Trust = func(r *http.Request) proxy.Trust {
 		return proxy.Trust{Peer: cls.Trusted(r), Proxy: cls.TrustedProxy(r)}

@@ -404,6 +404,14 @@ type Proxy struct {
 	// MaxUpgrades bounds the upgraded connections (WebSocket) relayed at
 	// once; past it an upgrade gets 503. They hold no worker slot. >= 1.
 	MaxUpgrades int `yaml:"maxUpgrades"`
+	// MaxHeaderFields bounds a request's header fields; past it 431.
+	// >= 1.
+	MaxHeaderFields int `yaml:"maxHeaderFields"`
+	// UnderscoresInHeaders passes request header names with "_" on to
+	// workers, but never one that reads, "_" as "-", as a header sluice
+	// strips or sets (X_Forwarded_For). Off, all are dropped (nginx's
+	// underscores_in_headers off).
+	UnderscoresInHeaders bool `yaml:"underscoresInHeaders"`
 }
 
 // Overload tunes the admission queue's discipline.
@@ -519,7 +527,7 @@ func Default() *Config {
 				QueueTimeout:    5 * time.Second,
 			},
 		},
-		Admin: Admin{Listen: "127.0.0.1:9090", PProf: true},
+		Admin: Admin{Listen: "127.0.0.1:9090"},
 		Proxy: Proxy{
 			PingPath:            "/ping",
 			Timeout:             30 * time.Second,
@@ -527,6 +535,7 @@ func Default() *Config {
 			BufferResponseBytes: 1 << 20,
 			RetryIdempotent:     true,
 			MaxUpgrades:         1024,
+			MaxHeaderFields:     100,
 		},
 		Overload: Overload{
 			PriorityMinShare: 0.05,
