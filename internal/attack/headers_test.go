@@ -1,8 +1,13 @@
 package attack
 
 import (
+	"bufio"
 	"bytes"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -136,8 +141,8 @@ routes:
 // line "GET /x /echo HTTP/1.1", and a :path query with one as another
 // split line: both are refused (400) and never forwarded.
 func TestHTTP2MethodAndQueryNotTokens(t *testing.T) {
-	rec := &targetRecorder{}
-	s := Start(t, "server: {listen: {{listen}}, drainDelay: 0s, h2c: true}\nadmin: {listen: {{admin}}}\n"+Upstream(t, rec, 1))
+	lines, upstream := rawUpstream(t)
+	s := Start(t, "server: {listen: {{listen}}, drainDelay: 0s, h2c: true}\nadmin: {listen: {{admin}}}\n"+upstream)
 	cases := []struct {
 		method, path string
 		want         string
@@ -203,12 +208,77 @@ func TestHTTP2MethodAndQueryNotTokens(t *testing.T) {
 			t.Errorf(":method %q :path %q: got status %q, want %s", tt.method, tt.path, st, tt.want)
 		}
 	}
-	targets, _ := rec.take()
-	if len(targets) != 1 || targets[0] != "/echo" {
-		t.Errorf("the worker got %q, want only the valid request's /echo", targets)
+	if got := lines(); len(got) != 1 || got[0] != "GET /echo HTTP/1.1" {
+		t.Errorf("the worker got the request lines %q, want only the valid request's", got)
 	}
 	c.Close()
 	s.Stop(t)
+}
+
+// rawUpstream is a worker that reads requests without a body as bytes,
+// answers each 200, and keeps their request lines as they came (a Go
+// worker would refuse a malformed one itself; Node's parser is more
+// lenient). It returns a function that reads the lines so far, and an
+// upstreams section for Start's config.
+func rawUpstream(t *testing.T) (lines func() []string, config string) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex // guards got and conns
+	var got []string
+	var conns []net.Conn
+	var wg sync.WaitGroup
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Go(func() {
+				br := bufio.NewReader(c)
+				for {
+					line, err := br.ReadString('\n')
+					if err != nil {
+						return
+					}
+					mu.Lock()
+					got = append(got, strings.TrimRight(line, "\r\n"))
+					mu.Unlock()
+					for { // the header fields, to the blank line
+						l, err := br.ReadString('\n')
+						if err != nil {
+							return
+						}
+						if l == "\r\n" || l == "\n" {
+							break
+						}
+					}
+					if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"); err != nil {
+						return
+					}
+				}
+			})
+		}
+	})
+	lines = func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(got)
+	}
+	return lines, fmt.Sprintf("upstreams:\n  servers:\n    - address: %s\n      concurrency: 1\n", ln.Addr())
 }
 
 // A request with 1,000 header fields (small enough for
