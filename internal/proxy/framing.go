@@ -60,12 +60,13 @@ func screen(w http.ResponseWriter, r *http.Request, maxFields int) (*http.Reques
 	if r.RequestURI == "*" {
 		return r, true // OPTIONS *: no path
 	}
-	p, ok := normalPath(r.URL.EscapedPath())
+	e := r.URL.EscapedPath()
+	p, ok := normalPath(e)
 	if !ok {
 		plain(w, http.StatusBadRequest, "Bad Request: the path has dot segments, empty segments or an encoded slash\n")
 		return r, false
 	}
-	if p != r.URL.EscapedPath() {
+	if p != e {
 		// Handlers must not modify their request: a shallow copy, made
 		// only for a path with an escaped letter or digit.
 		r2 := new(http.Request)
