@@ -56,8 +56,9 @@ type Options struct {
 
 	// Trust says what is believed of r's peer (see Trust): which Sluice-*
 	// and forwarding headers reach the worker. nil believes nobody: every
-	// Sluice-* header, Forwarded and X-Real-IP are removed and
-	// X-Forwarded-For is the peer's address alone.
+	// Sluice-* header and the forwarding headers (Forwarded, X-Real-IP,
+	// CF-Connecting-IP, ...) are removed and X-Forwarded-For is the peer's
+	// address alone.
 	Trust func(r *http.Request) Trust
 
 	// UnderscoresInHeaders passes request headers whose names have an
