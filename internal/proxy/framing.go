@@ -68,7 +68,7 @@ func screen(w http.ResponseWriter, r *http.Request, maxFields int) (*http.Reques
 	}
 	if p != e {
 		// Handlers must not modify their request: a shallow copy, made
-		// only for a path with an escaped letter or digit.
+		// only for a path with an escaped unreserved character.
 		r2 := new(http.Request)
 		*r2 = *r
 		u := *r.URL
