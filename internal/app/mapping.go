@@ -69,11 +69,11 @@ func proxyOptions(cfg *config.Config, ctrl *admission.Controller, cls *admission
 		NoPing:               p.PingPath == "",
 		Timeout:              p.Timeout,
 		MaxBodyBytes:         p.MaxBodyBytes,
+		MaxHeaderFields:      p.MaxHeaderFields,
+		UnderscoresInHeaders: p.UnderscoresInHeaders,
 		MaxBufferedBytes:     p.MaxBufferedBytes, // 0: derived from the machine, as in the file
 		BufferResponseBytes:  p.BufferResponseBytes,
 		MaxUpgrades:          p.MaxUpgrades,
-		MaxHeaderFields:      p.MaxHeaderFields,
-		UnderscoresInHeaders: p.UnderscoresInHeaders,
 		SlowStart:            slowStart(cfg),
 		Logger:               log,
 	}
