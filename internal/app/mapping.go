@@ -63,20 +63,20 @@ func proxyOptions(cfg *config.Config, ctrl *admission.Controller, cls *admission
 		Controller: ctrl,
 		// server.backpressure.eluMax, applied per worker: the saturation
 		// each adaptive worker's limit keeps under.
-		WorkerLimit:          proxy.WorkerLimit{MaxSaturation: cfg.Server.Backpressure.SaturationMax},
-		Classify:             cls.Classify,
-		PingPath:             p.PingPath,
-		NoPing:               p.PingPath == "",
-		Timeout:              p.Timeout,
-		MaxBodyBytes:         p.MaxBodyBytes,
-		MaxHeaderFields:      p.MaxHeaderFields,
-		UnderscoresInHeaders: p.UnderscoresInHeaders,
-		MaxBufferedBytes:     p.MaxBufferedBytes, // 0: derived from the machine, as in the file
-		BufferResponseBytes:  p.BufferResponseBytes,
-		MaxUpgrades:          p.MaxUpgrades,
-		SlowStart:            slowStart(cfg),
-		Logger:               log,
+		WorkerLimit:         proxy.WorkerLimit{MaxSaturation: cfg.Server.Backpressure.SaturationMax},
+		Classify:            cls.Classify,
+		PingPath:            p.PingPath,
+		NoPing:              p.PingPath == "",
+		Timeout:             p.Timeout,
+		MaxBodyBytes:        p.MaxBodyBytes,
+		MaxBufferedBytes:    p.MaxBufferedBytes, // 0: derived from the machine, as in the file
+		BufferResponseBytes: p.BufferResponseBytes,
+		MaxUpgrades:         p.MaxUpgrades,
+		SlowStart:           slowStart(cfg),
+		Logger:              log,
 	}
+	// The request's header bounds: what a worker would read otherwise.
+	o.MaxHeaderFields, o.UnderscoresInHeaders = p.MaxHeaderFields, p.UnderscoresInHeaders
 	o.Trust = func(r *http.Request) proxy.Trust {
 		return proxy.Trust{Peer: cls.Trusted(r), Proxy: cls.TrustedProxy(r)}
 	}
