@@ -75,7 +75,6 @@ func proxyOptions(cfg *config.Config, ctrl *admission.Controller, cls *admission
 		SlowStart:           slowStart(cfg),
 		Logger:              log,
 	}
-	// The request's header bounds: what a worker would read otherwise.
 	o.MaxHeaderFields, o.UnderscoresInHeaders = p.MaxHeaderFields, p.UnderscoresInHeaders
 	o.Trust = func(r *http.Request) proxy.Trust {
 		return proxy.Trust{Peer: cls.Trusted(r), Proxy: cls.TrustedProxy(r)}
