@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/sluicehq/sluice/admission"
@@ -140,4 +141,37 @@ func TestOutgoingHeaderUnderscores(t *testing.T) {
 			})
 		}
 	}
+}
+
+// FuzzOutgoingHeader checks, for any header name a client sends, that
+// from an untrusted client nothing reaches the worker that a worker
+// folding "_" into "-" and ignoring case would read as a Sluice-* or
+// forwarding header, but the ones sluice sets itself.
+func FuzzOutgoingHeader(f *testing.F) {
+	for _, k := range []string{"X_Forwarded_For", "sluice_priority", "SLUICE-TENANT", "cf_connecting_ip", "X-Original_URL", "Transfer_Encoding", "My_Header"} {
+		f.Add(k, false)
+		f.Add(k, true)
+	}
+	own := map[string]bool{"X-Forwarded-For": true, "X-Forwarded-Proto": true, "X-Forwarded-Host": true, admission.HeaderPriority: true}
+	f.Fuzz(func(t *testing.T, name string, underscores bool) {
+		r := httptest.NewRequest("GET", "http://front.example/x", nil)
+		r.RemoteAddr = "192.0.2.7:4321"
+		r.Header[name] = []string{"spoofed"}
+		h := outgoingHeader(r, admission.Request{}, Trust{}, underscores)
+		for k := range h {
+			if own[k] {
+				if v := h.Get(k); v == "spoofed" || strings.Contains(v, "spoofed") {
+					t.Errorf("%q: the worker got %s %q", name, k, v)
+				}
+				continue
+			}
+			folded := strings.ToLower(strings.ReplaceAll(k, "_", "-"))
+			if strings.HasPrefix(folded, "sluice-") || strings.HasPrefix(folded, "x-forwarded-") || isForwardingHeader(folded) {
+				t.Errorf("%q: the worker got %q, which it reads as %q", name, k, folded)
+			}
+			if !underscores && strings.Contains(k, "_") {
+				t.Errorf("%q: the worker got %q with underscores off", name, k)
+			}
+		}
+	})
 }
