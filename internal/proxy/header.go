@@ -189,7 +189,7 @@ func isForwardingHeader(k string) bool {
 var ownHeaders = []string{"Content-Length", "Host", "Expect", reqinfo.HeaderRequestID, reqinfo.HeaderRequestStart, reqinfo.HeaderTraceparent}
 
 // dropUnderscore reports whether the header named k, which has an
-// underscore, is kept from the worker. CGI, WSGI, PHP-FPM, Rack and some
+// underscore, is withheld from the worker. CGI, WSGI, PHP-FPM, Rack and some
 // frameworks read a header by a name with "-" and "_" alike
 // (HTTP_X_FORWARDED_FOR), so X_Forwarded_For would pass for the header
 // sluice sets or strips. As nginx (underscores_in_headers off), every such
