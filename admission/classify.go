@@ -73,7 +73,7 @@ type TenantKind uint8
 
 const (
 	TenantNone     TenantKind = iota // every request shares one tenant
-	TenantHeader                     // a request header (Sluice-* headers from trusted peers only)
+	TenantHeader                     // a request header (Sluice-* headers, also spelled Sluice_*, from trusted peers only)
 	TenantCookie                     // a cookie
 	TenantClientIP                   // the client address (X-Forwarded-For only from trusted proxies)
 )
@@ -123,6 +123,25 @@ func CleanPath(p string) string {
 		c += "/"
 	}
 	return c
+}
+
+// isSluiceHeader reports whether the header named k is a Sluice-* header
+// in any case, "_" read as "-" as CGI-style servers read it: one believed
+// from trusted peers only.
+func isSluiceHeader(k string) bool {
+	if len(k) < len(HeaderPrefix) {
+		return false
+	}
+	for i := range len(HeaderPrefix) {
+		c := k[i]
+		if c == '_' {
+			c = '-'
+		}
+		if c|0x20 != HeaderPrefix[i]|0x20 {
+			return false
+		}
+	}
+	return true
 }
 
 func hasPrefixFold(s, prefix string) bool {
@@ -212,7 +231,7 @@ func (c *Classifier) tenant(r *http.Request, peer netip.Addr, trusted bool) stri
 	var key string
 	switch c.Tenant.Kind {
 	case TenantHeader:
-		if trusted || !strings.HasPrefix(c.Tenant.Name, HeaderPrefix) {
+		if trusted || !isSluiceHeader(c.Tenant.Name) {
 			key = r.Header.Get(c.Tenant.Name)
 		}
 	case TenantCookie:

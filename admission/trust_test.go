@@ -133,3 +133,41 @@ func TestClassifierMatch(t *testing.T) {
 		}
 	}
 }
+
+// The classifier believes the real spellings only: X_Forwarded_For and
+// Sluice_Priority, which CGI-style workers read as X-Forwarded-For and
+// Sluice-Priority, are nobody's, not even a trusted peer's or proxy's; a
+// tenant header spelled Sluice_* is believed from trusted peers only, as
+// Sluice-* is.
+func TestClassifierIgnoresUnderscoreSpellings(t *testing.T) {
+	trusted := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+	hdr := map[string]string{
+		"Sluice_Priority": "critical-plus", "Sluice_Timeout": "1", "X_Forwarded_For": "198.51.100.7",
+		"Sluice_Tenant": "victim",
+	}
+	for _, tt := range []struct {
+		name, peer, tenantKey, wantTenant string
+	}{
+		{"trusted peer and proxy, client IP tenant", "10.0.0.1:1", "clientIP", "10.0.0.1"},
+		{"untrusted, Sluice_Tenant tenant", "203.0.113.5:1", "header:Sluice_Tenant", ""},
+		{"untrusted, sluice_tenant tenant", "203.0.113.5:1", "header:sluice_tenant", ""},
+		{"trusted peer, Sluice_Tenant tenant", "10.0.0.1:1", "header:Sluice_Tenant", "victim"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			key, err := admission.ParseTenantKey(tt.tenantKey)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := &admission.Classifier{TrustedPeers: trusted, TrustedProxies: trusted, Tenant: key}
+			r := httptest.NewRequest("GET", "/", nil)
+			r.RemoteAddr = tt.peer
+			for k, v := range hdr {
+				r.Header.Set(k, v) // canonical, as net/http's server keys it
+			}
+			got := c.Classify(r)
+			if got.Priority != admission.Critical || !got.Deadline.IsZero() || got.Tenant != tt.wantTenant {
+				t.Errorf("got priority %v, deadline %v, tenant %q; want %v, none, %q", got.Priority, got.Deadline, got.Tenant, admission.Critical, tt.wantTenant)
+			}
+		})
+	}
+}

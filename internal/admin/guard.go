@@ -32,9 +32,11 @@ type GuardOptions struct {
 //     Host, so that a web page open on the operator's machine cannot send
 //     it. Tools that send neither header (curl, scripts) pass.
 //
-// Reads (GET, HEAD, OPTIONS: /metrics, /stats, the dashboard, pprof) pass
-// untouched, so Prometheus can scrape a listener bound beyond loopback.
-// Safe for concurrent use.
+// Reads (GET, HEAD, OPTIONS: /metrics, /stats, the dashboard) pass
+// untouched, so Prometheus can scrape a listener bound beyond loopback by
+// its address. Reads of /debug/pprof/ need the Host check too: profiles,
+// goroutine stacks and the command line are not for a DNS rebinding page
+// to read. Safe for concurrent use.
 func Guard(h http.Handler, o GuardOptions) http.Handler {
 	log := o.Logger
 	if log == nil {
@@ -56,10 +58,14 @@ func Guard(h http.Handler, o GuardOptions) http.Handler {
 	}))
 	guarded := cop.Handler(h)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		read := false
 		switch r.Method {
 		case http.MethodGet, http.MethodHead, http.MethodOptions:
-			h.ServeHTTP(w, r)
-			return
+			if !strings.HasPrefix(r.URL.Path, pprofPrefix) {
+				h.ServeHTTP(w, r)
+				return
+			}
+			read = true
 		}
 		host := normalHost(r.Host)
 		if !anyHost && !loopbackHost(host) && !allowed[host] {
@@ -68,9 +74,16 @@ func Guard(h http.Handler, o GuardOptions) http.Handler {
 			http.Error(w, "admin: host not allowed (see admin.allowedHosts)", http.StatusForbidden)
 			return
 		}
+		if read {
+			h.ServeHTTP(w, r)
+			return
+		}
 		guarded.ServeHTTP(w, r)
 	})
 }
+
+// pprofPrefix is where Handler mounts net/http/pprof.
+const pprofPrefix = "/debug/pprof/"
 
 // normalHost returns the host of a Host header (or an AllowedHosts entry)
 // in lower case, without port, brackets or a trailing dot.

@@ -60,3 +60,35 @@ func TestGuard(t *testing.T) {
 		})
 	}
 }
+
+// pprof's reads are guarded by Host as the writes are; the other reads are
+// not, so Prometheus can scrape by address.
+func TestGuardPprofByHost(t *testing.T) {
+	tests := []struct {
+		path    string
+		allowed []string
+		host    string
+		want    int
+	}{
+		{"/debug/pprof/", nil, "127.0.0.1:9090", http.StatusOK},
+		{"/debug/pprof/goroutine?debug=2", nil, "localhost:9090", http.StatusOK},
+		{"/debug/pprof/cmdline", nil, "evil.example:9090", http.StatusForbidden},
+		{"/debug/pprof/goroutine?debug=2", nil, "10.0.0.5:9090", http.StatusForbidden},
+		{"/debug/pprof/", []string{"ops.example"}, "ops.example", http.StatusOK},
+		{"/debug/pprof/", []string{"*"}, "evil.example", http.StatusOK},
+		{"/metrics", nil, "10.0.0.5:9090", http.StatusOK},
+		{"/stats", nil, "evil.example", http.StatusOK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path+" "+tt.host, func(t *testing.T) {
+			h := admin.Guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}), admin.GuardOptions{AllowedHosts: tt.allowed})
+			r := httptest.NewRequest("GET", tt.path, nil)
+			r.Host = tt.host
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			if w.Code != tt.want {
+				t.Errorf("got %d, want %d", w.Code, tt.want)
+			}
+		})
+	}
+}

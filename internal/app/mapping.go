@@ -77,6 +77,7 @@ func proxyOptions(cfg *config.Config, ctrl *admission.Controller, cls *admission
 		SlowStart:           slowStart(cfg),
 		Logger:              log,
 	}
+	o.MaxHeaderFields, o.UnderscoresInHeaders = p.MaxHeaderFields, p.UnderscoresInHeaders
 	o.Trust = func(r *http.Request) proxy.Trust {
 		return proxy.Trust{Peer: cls.Trusted(r), Proxy: cls.TrustedProxy(r)}
 	}

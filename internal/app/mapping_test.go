@@ -100,6 +100,31 @@ func TestProxyOptionsPoison(t *testing.T) {
 	}
 }
 
+// The proxy's header bounds come from the file: the defaults, and what
+// it writes.
+func TestProxyOptionsHeaders(t *testing.T) {
+	for _, tt := range []struct {
+		yaml        string
+		fields      int
+		underscores bool
+	}{
+		{"workers: {command: w}\n", 100, false},
+		{"workers: {command: w}\nproxy: {maxHeaderFields: 300, underscoresInHeaders: true}\n", 300, true},
+	} {
+		cfg, err := config.Parse("t", []byte(tt.yaml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := proxyOptions(cfg, nil, &admission.Classifier{}, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.MaxHeaderFields != tt.fields || o.UnderscoresInHeaders != tt.underscores {
+			t.Errorf("%q: got MaxHeaderFields %d UnderscoresInHeaders %v, want %d %v", tt.yaml, o.MaxHeaderFields, o.UnderscoresInHeaders, tt.fields, tt.underscores)
+		}
+	}
+}
+
 func TestStaticOptions(t *testing.T) {
 	cfg, err := config.Parse("t", []byte(`upstreams:
   servers: ["127.0.0.1:8080", {address: "unix:/run/app.sock", concurrency: 4}, {address: "127.0.0.1:8081", maxConcurrency: 9}]

@@ -125,7 +125,7 @@ func (h *h2Client) waitFor(what string, cond func(responses int, resets map[http
 func TestHTTP2ManyStreamsBounded(t *testing.T) {
 	const streams, maxStreams = 1000, 100
 	s := Start(t, `server: {listen: {{listen}}, drainDelay: 0s, h2c: true}
-admin: {listen: {{admin}}}
+admin: {listen: {{admin}}, pprof: true}
 `+DemoWorkers(1))
 	before := s.Goroutines(t)
 	h := dialH2(t, s.Addr)

@@ -226,7 +226,7 @@ func (s *Sluice) Memory(t *testing.T) Memory {
 }
 
 // Goroutines reads sluice's goroutine count from the admin pprof endpoint
-// (admin.pprof must be on, as it is by default).
+// (admin.pprof must be on; it is off by default).
 func (s *Sluice) Goroutines(t *testing.T) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), bound)

@@ -11,9 +11,11 @@ import (
 )
 
 // Spellings of a path that a worker serves alike match the route that
-// classifies them: case, repeated slashes, dot segments and
-// percent-encoding do not skip the /api route. The priority the worker is
-// sent (Sluice-Priority) says which route matched.
+// classifies them: case and percent-encoding do not skip the /api route;
+// spellings a worker could read as another path (dot segments, repeated
+// slashes) are refused before any route is matched (see
+// TestPathClassifiedIsForwarded). The priority the worker is sent
+// (Sluice-Priority) says which route matched.
 func TestRoutesMatchCleanedPaths(t *testing.T) {
 	rec := &headerRecorder{}
 	s := Start(t, `
@@ -23,26 +25,37 @@ routes:
   - match: {pathPrefix: /api}
     priority: sheddable
 `+Upstream(t, rec, 1))
-	for _, tt := range []struct{ target, want string }{
-		{"/api/x", "sheddable"},
-		{"/API/x", "sheddable"},
-		{"/Api/X", "sheddable"},
-		{"//api/x", "sheddable"},
-		{"/./api/x", "sheddable"},
-		{"/api/../api/x", "sheddable"},
-		{"/static/../api/x", "sheddable"},
-		{"/%61pi/x", "sheddable"},
-		{"/%41PI/x", "sheddable"},
-		{"/static/x", "critical"},
+	for _, tt := range []struct {
+		target string
+		code   int
+		want   string
+	}{
+		{"/api/x", 200, "sheddable"},
+		{"/API/x", 200, "sheddable"},
+		{"/Api/X", 200, "sheddable"},
+		{"/%61pi/x", 200, "sheddable"},
+		{"/%41PI/x", 200, "sheddable"},
+		{"/static/x", 200, "critical"},
+		{"//api/x", 400, ""},
+		{"/./api/x", 400, ""},
+		{"/api/../api/x", 400, ""},
+		{"/static/../api/x", 400, ""},
 	} {
 		t.Run(tt.target, func(t *testing.T) {
 			c := Dial(t, s.Addr)
 			code, _ := RoundTrip(t, c, "GET "+tt.target+" HTTP/1.1\r\nHost: front.example\r\nConnection: close\r\n\r\n")
 			c.Close()
-			if code != http.StatusOK {
-				t.Fatalf("got %d, want 200", code)
+			if code != tt.code {
+				t.Fatalf("got %d, want %d", code, tt.code)
 			}
-			if got := rec.take().Get("Sluice-Priority"); got != tt.want {
+			got := rec.take()
+			if tt.code != http.StatusOK {
+				if got != nil {
+					t.Errorf("refused, yet the worker got it")
+				}
+				return
+			}
+			if got := got.Get("Sluice-Priority"); got != tt.want {
 				t.Errorf("worker got Sluice-Priority %q, want %q (the /api route's)", got, tt.want)
 			}
 		})

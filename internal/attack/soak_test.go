@@ -49,7 +49,7 @@ func TestSoak(t *testing.T) {
 	)
 	rate := overload * workers * 1000 / cpuMS // requests per second
 	s := Start(t, fmt.Sprintf(`server: {listen: {{listen}}, drainDelay: 0s, maxConnections: %d}
-admin: {listen: {{admin}}}
+admin: {listen: {{admin}}, pprof: true}
 `, parked+2000)+DemoWorkers(workers))
 	// The load stops after the last sample, so that it measures sluice
 	// with every connection still open.

@@ -405,6 +405,14 @@ type Proxy struct {
 	// MaxBodyBytes bounds a request body; above it 413. 0 = no bound of
 	// its own: MaxBufferedBytes bounds it.
 	MaxBodyBytes int64 `yaml:"maxBodyBytes" form:"size"`
+	// MaxHeaderFields bounds a request's header fields; past it 431.
+	// >= 1.
+	MaxHeaderFields int `yaml:"maxHeaderFields"`
+	// UnderscoresInHeaders passes request header names with "_" on to
+	// workers, but never one that reads, "_" as "-", as a header sluice
+	// strips or sets (X_Forwarded_For). Off, all are dropped (nginx's
+	// underscores_in_headers off).
+	UnderscoresInHeaders bool `yaml:"underscoresInHeaders"`
 	// MaxBufferedBytes bounds the memory of all buffered bodies at once,
 	// requests and responses, reserved as bytes arrive; past it uploads get
 	// 503 and responses are streamed. 0 = derived from the machine (an
@@ -546,11 +554,12 @@ func Default() *Config {
 				QueueTimeout:    5 * time.Second,
 			},
 		},
-		Admin: Admin{Listen: "127.0.0.1:9090", PProf: true},
+		Admin: Admin{Listen: "127.0.0.1:9090"},
 		Proxy: Proxy{
 			PingPath:            "/ping",
 			Timeout:             30 * time.Second,
 			MaxBodyBytes:        10 << 20,
+			MaxHeaderFields:     100,
 			BufferResponseBytes: 1 << 20,
 			RetryIdempotent:     true,
 			MaxUpgrades:         1024,

@@ -103,7 +103,12 @@
 //
 // Request framing is checked before anything else (see framing.go): CONNECT
 // and asterisk-form targets are refused, and the HTTP/1 connection of a
-// request with a chunked body is closed after its response.
+// request with a chunked body is closed after its response. Before the
+// request is classified, what a worker could read otherwise than sluice is
+// refused too: a method that is not a token, a query with a space, too many
+// header fields, and a path with dot or empty segments or an encoded slash
+// (see path.go: the path classified is the path forwarded). Header names
+// with an underscore are dropped (see dropUnderscore).
 //
 // # No worker
 //

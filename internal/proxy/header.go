@@ -67,18 +67,21 @@ type Trust struct {
 	Peer bool
 	// Proxy: the peer is a load balancer or proxy whose X-Forwarded-For
 	// chain is extended with its address, and whose X-Forwarded-Proto,
-	// X-Forwarded-Host, Forwarded and X-Real-IP are passed on (the first
-	// two set by sluice when absent). Otherwise X-Forwarded-For is the
-	// peer's address alone, X-Forwarded-Proto and -Host are sluice's own
-	// (https when the connection to sluice is TLS), and Forwarded and
-	// X-Real-IP are removed: a client cannot name itself someone else.
+	// X-Forwarded-Host and other forwarding headers (Forwarded, X-Real-IP,
+	// CF-Connecting-IP, X-Original-URL, ...: forwardingHeaders) are
+	// passed on (the first two set by sluice when absent). Otherwise
+	// X-Forwarded-For is the peer's address alone, X-Forwarded-Proto and
+	// -Host are sluice's own (https when the connection to sluice is TLS),
+	// and the other forwarding headers are removed: a client cannot name
+	// itself someone else, nor the path it asked for.
 	Proxy bool
 }
 
 // outgoingHeader is the header sent to a worker for r: r's end-to-end
-// headers less what trust does not allow, X-Forwarded-For,
-// X-Forwarded-Proto and -Host, and the request's priority.
-func outgoingHeader(r *http.Request, req admission.Request, trust Trust) http.Header {
+// headers less what trust does not allow and less the names with an
+// underscore (see dropUnderscore), X-Forwarded-For, X-Forwarded-Proto and
+// -Host, and the request's priority.
+func outgoingHeader(r *http.Request, req admission.Request, trust Trust, underscores bool) http.Header {
 	// Room for what is added below and by the request's reqinfo, so that
 	// the map does not grow (a few allocations) while it is filled in.
 	extra := 6 // X-Forwarded-For, -Proto and -Host, Sluice-Priority and -Timeout, User-Agent
@@ -87,12 +90,11 @@ func outgoingHeader(r *http.Request, req admission.Request, trust Trust) http.He
 	}
 	h := cloneHeader(r.Header, extra)
 	removeHopByHop(h)
-	if !trust.Peer || !trust.Proxy {
-		// Any spelling: a header map built in Go need not be canonical.
-		for k := range h {
-			if (!trust.Peer && hasPrefixFold(k, admission.HeaderPrefix)) || (!trust.Proxy && isClientAddrHeader(k)) {
-				delete(h, k)
-			}
+	// Any spelling: a header map built in Go need not be canonical.
+	for k := range h {
+		if (strings.IndexByte(k, '_') >= 0 && dropUnderscore(k, underscores)) ||
+			(!trust.Peer && hasPrefixFold(k, admission.HeaderPrefix)) || (!trust.Proxy && isForwardingHeader(k)) {
+			delete(h, k)
 		}
 	}
 	// One backing array for the values set here: one allocation, not five.
@@ -147,12 +149,93 @@ func cloneHeader(h http.Header, extra int) http.Header {
 	return h2
 }
 
-// isClientAddrHeader reports whether k is a header that names the client
-// or how it connected, believed only from a trusted proxy: Forwarded,
-// X-Forwarded-*, X-Real-IP, X-Client-IP and True-Client-IP.
-func isClientAddrHeader(k string) bool {
-	return strings.EqualFold(k, "Forwarded") || hasPrefixFold(k, "X-Forwarded-") ||
-		strings.EqualFold(k, "X-Real-Ip") || strings.EqualFold(k, "X-Client-Ip") || strings.EqualFold(k, "True-Client-Ip")
+// forwardingHeaders name the client, how it connected or what it asked
+// for before a proxy rewrote it, in canonical form; believed only from a
+// trusted proxy. CDNs (Cloudflare, Fastly, Akamai) and proxies (IIS's URL
+// rewrite, Symfony's and Laravel's X-Original-URL) set them, and
+// frameworks read them for the client's address or the route: a client
+// must not send its own.
+var forwardingHeaders = []string{
+	"Forwarded",
+	"X-Real-Ip",
+	"X-Client-Ip",
+	"True-Client-Ip",
+	"Cf-Connecting-Ip",
+	"Cf-Connecting-Ipv6",
+	"Fastly-Client-Ip",
+	"X-Cluster-Client-Ip",
+	"X-Original-Url",
+	"X-Rewrite-Url",
+	"X-Original-Host",
+	"X-Original-Forwarded-For",
+}
+
+// isForwardingHeader reports whether k, in any case, is one of
+// forwardingHeaders or an X-Forwarded-* header.
+func isForwardingHeader(k string) bool {
+	if hasPrefixFold(k, "X-Forwarded-") {
+		return true
+	}
+	for _, f := range forwardingHeaders {
+		if strings.EqualFold(k, f) {
+			return true
+		}
+	}
+	return false
+}
+
+// ownHeaders are the request headers, beside the Sluice-* and forwarding
+// ones, that sluice frames the request by or sets itself.
+var ownHeaders = []string{"Content-Length", "Host", "Expect", reqinfo.HeaderRequestID, reqinfo.HeaderRequestStart, reqinfo.HeaderTraceparent}
+
+// dropUnderscore reports whether the header named k, which has an
+// underscore, is withheld from the worker. CGI, WSGI, PHP-FPM, Rack and some
+// frameworks read a header by a name with "-" and "_" alike
+// (HTTP_X_FORWARDED_FOR), so X_Forwarded_For would pass for the header
+// sluice sets or strips. As nginx (underscores_in_headers off), every such
+// name is dropped unless underscores is set; even then, one that reads as
+// a header sluice strips, sets or frames by (hop-by-hop, Content-Length,
+// Sluice-*, X-Forwarded-*, ...) is dropped, whatever the peer's trust: a
+// trusted peer or proxy sends the real spelling.
+func dropUnderscore(k string, underscores bool) bool {
+	if !underscores {
+		return true
+	}
+	if hasPrefixUnderscore(k, admission.HeaderPrefix) || hasPrefixUnderscore(k, "X-Forwarded-") || hasPrefixUnderscore(k, "Proxy-") {
+		return true
+	}
+	for _, list := range [][]string{hopHeaders, forwardingHeaders, ownHeaders} {
+		for _, name := range list {
+			if len(k) == len(name) && hasPrefixUnderscore(k, name) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// hasPrefixUnderscore is hasPrefixFold with "_" in s read as "-".
+func hasPrefixUnderscore(s, prefix string) bool {
+	if len(s) < len(prefix) {
+		return false
+	}
+	for i := range len(prefix) {
+		c, p := s[i], prefix[i]
+		if c == '_' {
+			c = '-'
+		}
+		if c != p && lower(c) != lower(p) {
+			return false
+		}
+	}
+	return true
+}
+
+func lower(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
 func hasPrefixFold(s, prefix string) bool {

@@ -22,6 +22,9 @@ const (
 	DefaultMaxBodyBytes        = 10 << 20
 	DefaultBufferResponseBytes = 1 << 20
 	DefaultDialTimeout         = 2 * time.Second
+	// DefaultMaxHeaderFields is Apache httpd's LimitRequestFields: a
+	// browser sends 10 to 20, a CDN adds about as many.
+	DefaultMaxHeaderFields = 100
 	// DefaultQuarantine is how long a worker that refused a connection is
 	// passed over (see the package doc).
 	DefaultQuarantine = time.Second
@@ -59,9 +62,24 @@ type Options struct {
 
 	// Trust says what is believed of r's peer (see Trust): which Sluice-*
 	// and forwarding headers reach the worker. nil believes nobody: every
-	// Sluice-* header, Forwarded and X-Real-IP are removed and
-	// X-Forwarded-For is the peer's address alone.
+	// Sluice-* header and the forwarding headers (Forwarded, X-Real-IP,
+	// CF-Connecting-IP, ...) are removed and X-Forwarded-For is the peer's
+	// address alone.
 	Trust func(r *http.Request) Trust
+
+	// UnderscoresInHeaders passes request headers whose names have an
+	// underscore on to the workers, but those that read as a header sluice
+	// strips, sets or frames by with "_" for "-" (X_Forwarded_For,
+	// Sluice_Priority, Transfer_Encoding). False drops every such name, as
+	// nginx does by default (underscores_in_headers off): many workers read
+	// "_" and "-" alike (see dropUnderscore).
+	UnderscoresInHeaders bool
+
+	// MaxHeaderFields bounds a request's header fields (a repeated name
+	// counts once per field); a request with more is answered 431 without
+	// taking a slot. Node.js drops, unannounced, the fields past its own
+	// 2,000. Zero means DefaultMaxHeaderFields; negative means no bound.
+	MaxHeaderFields int
 
 	// PingPath is answered 200 "pong" by the Proxy itself, whatever the
 	// method, never queued. Empty means DefaultPingPath; see NoPing.
@@ -300,6 +318,9 @@ func (o Options) withDefaults() Options {
 		o.Lookahead = DefaultLookahead
 	case o.Lookahead < 0:
 		o.Lookahead = 0
+	}
+	if o.MaxHeaderFields == 0 {
+		o.MaxHeaderFields = DefaultMaxHeaderFields
 	}
 	if o.DialTimeout == 0 {
 		o.DialTimeout = DefaultDialTimeout

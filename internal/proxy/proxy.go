@@ -166,7 +166,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "pong\n")
 		return
 	}
-	if refuseFraming(w, r) {
+	r, ok := screen(w, r, p.o.MaxHeaderFields)
+	if !ok {
 		return
 	}
 	if isUpgrade(r) {
@@ -246,7 +247,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, req admission.Re
 	if p.o.Trust != nil {
 		trust = p.o.Trust(r)
 	}
-	hdr := outgoingHeader(r, req, trust)
+	hdr := outgoingHeader(r, req, trust, p.o.UnderscoresInHeaders)
 	info := reqinfo.From(ctx)
 	if info != nil {
 		info.SetRequestHeaders(hdr) // the request's ID and arrival, not the client's

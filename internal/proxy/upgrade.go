@@ -283,7 +283,7 @@ func (p *Proxy) upgradeRequest(r *http.Request, ep *endpoint) *http.Request {
 	if p.o.Classify != nil {
 		req = p.o.Classify(r)
 	}
-	hdr := outgoingHeader(r, req, trust)
+	hdr := outgoingHeader(r, req, trust, p.o.UnderscoresInHeaders)
 	if info := reqinfo.From(r.Context()); info != nil {
 		// The same request ID and arrival time as any request's.
 		info.SetRequestHeaders(hdr)
