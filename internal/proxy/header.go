@@ -154,7 +154,10 @@ func cloneHeader(h http.Header, extra int) http.Header {
 // trusted proxy. CDNs (Cloudflare, Fastly, Akamai) and proxies (IIS's URL
 // rewrite, Symfony's and Laravel's X-Original-URL) set them, and
 // frameworks read them for the client's address or the route: a client
-// must not send its own.
+// must not send its own. The method overrides (Express's method-override,
+// Rails, Symfony) tunnel a method through a proxy that allows only GET and
+// POST: honoured by the worker, they would serve a method other than the
+// one sluice classified.
 var forwardingHeaders = []string{
 	"Forwarded",
 	"X-Real-Ip",
@@ -168,6 +171,9 @@ var forwardingHeaders = []string{
 	"X-Rewrite-Url",
 	"X-Original-Host",
 	"X-Original-Forwarded-For",
+	"X-Http-Method-Override",
+	"X-Http-Method",
+	"X-Method-Override",
 }
 
 // isForwardingHeader reports whether k, in any case, is one of

@@ -32,8 +32,11 @@ func TestOutgoingHeaderTrust(t *testing.T) {
 		"X-Cluster-Client-Ip": "203.0.113.66",
 		"X-Original-Url":      "/admin",
 		"X-Rewrite-Url":       "/admin",
+		// Read by frameworks as the request's method.
+		"X-Http-Method-Override": "DELETE",
+		"X-Method-Override":      "DELETE",
 	}
-	cdn := []string{"Cf-Connecting-Ip", "Fastly-Client-Ip", "X-Cluster-Client-Ip", "X-Original-Url", "X-Rewrite-Url"}
+	cdn := []string{"Cf-Connecting-Ip", "Fastly-Client-Ip", "X-Cluster-Client-Ip", "X-Original-Url", "X-Rewrite-Url", "X-Http-Method-Override", "X-Method-Override"}
 	tests := []struct {
 		name  string
 		trust Trust
