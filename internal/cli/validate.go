@@ -22,12 +22,16 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	path := fs.String("c", "", "config `file` (default ./"+config.DefaultFile+" when present, else the built-in defaults)")
 	printDefaults := fs.Bool("print-defaults", false, "print the built-in configuration as commented YAML and exit")
 	strict := fs.Bool("strict", false, "treat warnings (keys that have no effect, values that disable a safety) as errors: exit 1")
+	var flags config.Flags
+	flags.Define(fs)
 	usage := func(w io.Writer) {
-		fmt.Fprintln(w, "usage: sluice validate [-c FILE] [--strict] [--print-defaults] [-- worker command...]")
+		fmt.Fprintln(w, "usage: sluice validate [-c FILE] [--strict] [--print-defaults] [serve's flags] [-- worker command...]")
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "Checks a config file and reports every problem with its line: errors, and")
 		fmt.Fprintln(w, "warnings for keys that have no effect and values that disable a safety.")
-		fmt.Fprintln(w, "A worker command after -- is checked as sluice serve would take it.")
+		fmt.Fprintln(w, "serve's flags and a worker command after -- are checked as sluice serve")
+		fmt.Fprintln(w, "would take them; each flag is listed with the key it overrides (a flag")
+		fmt.Fprintln(w, "wins over the file).")
 		fmt.Fprintln(w)
 		fs.SetOutput(w)
 		fs.PrintDefaults()
@@ -50,8 +54,8 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return 2
 	}
 	if *printDefaults {
-		if *path != "" || fs.NArg() > 0 {
-			fmt.Fprintln(stderr, "sluice validate: --print-defaults prints the built-in defaults; it takes no -c or command")
+		if *path != "" || fs.NArg() > 0 || flags != (config.Flags{}) {
+			fmt.Fprintln(stderr, "sluice validate: --print-defaults prints the built-in defaults; it takes no -c, flags or command")
 			return 2
 		}
 		if _, err := stdout.Write(config.DefaultYAML()); err != nil {
@@ -61,13 +65,13 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return 0
 	}
 
-	return validateFile(*path, fs.Args(), *strict, stdout, stderr)
+	return validateFile(*path, config.Overrides{Command: fs.Args(), Flags: flags}, *strict, stdout, stderr)
 }
 
 // validateFile checks the file at path (as config.ResolveWith finds it)
-// with command after --, and prints what runValidate says of it.
-func validateFile(path string, command []string, strict bool, stdout, stderr io.Writer) int {
-	loaded, err := config.ResolveWith(path, config.Overrides{Command: command})
+// with o applied, and prints what runValidate says of it.
+func validateFile(path string, o config.Overrides, strict bool, stdout, stderr io.Writer) int {
+	loaded, err := config.ResolveWith(path, o)
 	if err != nil {
 		if list := config.List(err); list != nil {
 			for _, e := range list {
@@ -84,6 +88,9 @@ func validateFile(path string, command []string, strict bool, stdout, stderr io.
 	source := loaded.Source
 	if source == "" {
 		source = "built-in defaults"
+	}
+	for _, o := range loaded.Overridden {
+		fmt.Fprintln(stdout, o)
 	}
 	switch n := len(loaded.Warnings); {
 	case n > 0 && strict:
