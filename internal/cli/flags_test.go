@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -15,7 +16,7 @@ import (
 // validate takes serve's flags and says which key each one sets, and
 // which line of the file it overrides.
 func TestValidateFlags(t *testing.T) {
-	cfg := writeConfig(t, "server:\n  listen: \":3000\"\nworkers:\n  command: node w.js\n  count: 2\n")
+	cfg := writeConfig(t, "server:\n  listen: \":3000\"\nworkers:\n  command: sh w.js\n  count: 2\n")
 	code, stdout, stderr := validate(t, "-c", cfg, "--listen", ":3300", "--admin", "off", "--workers", "4", "--concurrency", "auto")
 	want := "--listen :3300 overrides server.listen (line 2)\n" +
 		"--admin off sets admin.listen\n" +
@@ -62,5 +63,17 @@ workers:
 	}
 	if code, _, _ := get("http://"+fileAddr+"/__sluice/ready", time.Second); code != 0 {
 		t.Errorf("the file's listen address: got %d, want nothing listening", code)
+	}
+}
+
+// A worker program that cannot be started stops serve before it serves,
+// with the reason.
+func TestServeRefusesAMissingWorkerCommand(t *testing.T) {
+	cfg := writeConfig(t, fmt.Sprintf("server: {listen: %q}\nadmin: {listen: \"off\"}\n", freeAddr(t)))
+	var stderr strings.Builder
+	code := dispatch(context.Background(), Extensions{}, []string{"serve", "-c", cfg, "--", "nodee-sluice-test", "app.js"}, io.Discard, &stderr)
+	want := `sluice serve: supervisor: worker command "nodee-sluice-test": not found in $PATH`
+	if code != 1 || !strings.Contains(stderr.String(), want) {
+		t.Errorf("got %d, stderr %q; want 1 and %q", code, stderr.String(), want)
 	}
 }

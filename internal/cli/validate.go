@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/sluicehq/sluice/internal/app"
 	"github.com/sluicehq/sluice/internal/config"
 )
 
@@ -14,8 +15,8 @@ import (
 // (one per line, file:line: key: message) and exit 1. Warnings (keys that
 // have no effect, values that disable a safety) go to stderr and leave the
 // exit code 0 unless --strict.
-// A command after -- is checked as sluice serve would take it. Usage errors
-// exit 2.
+// A command after -- is checked as sluice serve would take it, and the
+// workers' program must be one that can be started. Usage errors exit 2.
 func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -81,6 +82,14 @@ func validateFile(path string, o config.Overrides, strict bool, stdout, stderr i
 			fmt.Fprintf(stderr, "sluice validate: %v\n", err)
 		}
 		return 1
+	}
+	// As serve would find it: a misspelt program fails here, not in a
+	// crash loop.
+	if c, ok := app.WorkerCommand(loaded.Config, loaded.Source); ok {
+		if err := c.Executable(); err != nil {
+			fmt.Fprintf(stderr, "sluice validate: %v\n", err)
+			return 1
+		}
 	}
 	for _, w := range loaded.Warnings {
 		fmt.Fprintln(stderr, w)
