@@ -70,9 +70,9 @@ const probeTimeout = 2 * time.Second
 
 func realEnv() env {
 	return env{
-		start:    startProcess,
-		dial:     dialEndpoint,
-		get:      getEndpoint,
+		start:      startProcess,
+		dial:       dialEndpoint,
+		get:        getEndpoint,
 		freePort:   freePort,
 		rand:       rand.Float64,
 		executable: Command.Executable,
