@@ -91,3 +91,27 @@ func TestHangupLogsTheRoll(t *testing.T) {
 		t.Errorf("rollWorkers of the reload, then of SIGHUP: got %q, want %q", got, want)
 	}
 }
+
+// A flag wins over the file at a reload too: the file's new value of the
+// key is not even a change that needs a restart.
+func TestReloadKeepsFlags(t *testing.T) {
+	path := writeConfig(t, "server: {listen: \"127.0.0.1:0\"}\nadmin: {listen: \"off\"}\n")
+	o := config.Overrides{Flags: config.Flags{Listen: "127.0.0.1:3300"}}
+	loaded, err := config.ResolveWith(path, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(Options{Config: loaded.Config, Source: loaded.Source, Library: testLibrary, Reload: &Reload{Path: path, Overrides: o}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.ctrl.Close)
+	rewrite(t, path, "server: {listen: \"127.0.0.1:4400\"}\nadmin: {listen: \"off\"}\n")
+	rep, err := a.reload()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Restart) != 0 || a.rl.last.Server.Listen != "127.0.0.1:3300" {
+		t.Errorf("got restart keys %v and listen %q, want none and the flag's 127.0.0.1:3300", rep.Restart, a.rl.last.Server.Listen)
+	}
+}
