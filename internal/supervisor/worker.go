@@ -244,6 +244,10 @@ func (s *Supervisor) awaitReady(ctx context.Context, w *worker) error {
 		select {
 		case <-ctx.Done():
 			t.Stop()
+			if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				// Stopped, or dead: the hint would name nothing.
+				return fmt.Errorf("not ready within %v: %w", s.opts.StartTimeout, err)
+			}
 			return fmt.Errorf("not ready within %v: %w (%s)", s.opts.StartTimeout, err, s.readyHint(w, err))
 		case <-t.C:
 		}
