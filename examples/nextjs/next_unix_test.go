@@ -3,6 +3,7 @@
 package nextjs
 
 import (
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -212,5 +213,90 @@ func keepRequesting(c *http.Client, base string, clients int) (stop func() (serv
 		close(done)
 		wg.Wait()
 		return ok, bad
+	}
+}
+
+// TestCustomServer runs docs/recipes.md's custom server (server.js):
+// Next.js's handler wrapped by sluice-worker. The worker reports its
+// saturation to sluice, answers readiness on /healthz, and leaves
+// compression to sluice (next.config.js: compress: false).
+func TestCustomServer(t *testing.T) {
+	dir := requireBuild(t)
+	bin := filepath.Join(t.TempDir(), "sluice")
+	if err := testutil.BuildSluice(filepath.Join(dir, "..", ".."), bin); err != nil {
+		t.Fatal(err)
+	}
+	addr, adminAddr := testutil.FreeAddr(t), testutil.FreeAddr(t)
+	cfg := testutil.WriteConfig(t, fmt.Sprintf(`server: {listen: %q, drainDelay: 100ms}
+admin: {listen: %q}
+workers:
+  command: [node, server.js]
+  dir: %q
+  count: 1
+  readyPath: /healthz
+  env: {NODE_ENV: production, NEXT_TELEMETRY_DISABLED: "1"}
+`, addr, adminAddr, dir))
+	p := testutil.StartProcess(t, exec.Command(bin, "serve", "-c", cfg), exitDeadline)
+	base, adminURL := "http://"+addr, "http://"+adminAddr
+	c := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableCompression: true}}
+	pollUntil(t, startDeadline, "the worker ready", func() bool {
+		select {
+		case <-p.Done():
+			t.Fatalf("sluice exited during start: %v", p.Err())
+		default:
+		}
+		ids, err := readyWorkers(c, adminURL)
+		return err == nil && len(ids) == 1
+	})
+
+	gzipped := func(url string) (code int, encoding, body string) {
+		req, _ := http.NewRequest(http.MethodGet, url, nil)
+		req.Header.Set("Accept-Encoding", "gzip")
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		r := io.Reader(resp.Body)
+		if resp.Header.Get("Content-Encoding") == "gzip" {
+			if r, err = gzip.NewReader(resp.Body); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b, err := io.ReadAll(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, resp.Header.Get("Content-Encoding"), string(b)
+	}
+	if code, enc, body := gzipped(base + "/"); code != http.StatusOK || enc != "gzip" || !strings.Contains(body, pageMarker) {
+		t.Errorf("through sluice: got %d, Content-Encoding %q, %.200q; want 200, gzip, the page", code, enc, body)
+	}
+
+	var st struct {
+		Proxy struct {
+			Endpoints []struct {
+				Addr       string  `json:"addr"`
+				Saturation float64 `json:"saturation"`
+			} `json:"endpoints"`
+		} `json:"proxy"`
+	}
+	resp, err := c.Get(adminURL + "/stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = json.NewDecoder(resp.Body).Decode(&st)
+	resp.Body.Close()
+	if err != nil || len(st.Proxy.Endpoints) != 1 {
+		t.Fatalf("/stats: got %+v, %v; want one endpoint", st, err)
+	}
+	e := st.Proxy.Endpoints[0]
+	if e.Saturation < 0 {
+		t.Errorf("the worker's saturation: got %v, want a report (sluice-worker's wrap)", e.Saturation)
+	}
+	// Asked directly, the worker does not compress: Next.js leaves it to
+	// sluice.
+	if code, enc, _ := gzipped("http://" + e.Addr + "/"); code != http.StatusOK || enc != "" {
+		t.Errorf("the worker itself: got %d, Content-Encoding %q; want 200, none", code, enc)
 	}
 }
