@@ -87,7 +87,7 @@ func (a *App) serveRestart(w http.ResponseWriter, r *http.Request) {
 func (s *adminServer) listen() (net.Listener, error) {
 	ln, err := net.Listen("tcp", s.addr)
 	if err != nil {
-		return nil, fmt.Errorf("admin listener: %w", err)
+		return nil, fmt.Errorf("admin listener: %w%s", err, inUse(err, `admin.listen in the file, or --admin, to a free address, or to "off"`))
 	}
 	return ln, nil
 }

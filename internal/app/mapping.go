@@ -185,6 +185,16 @@ func supervisorOptions(w *config.Workers, base string, out io.Writer, log *slog.
 	return o
 }
 
+// WorkerCommand returns what cfg's workers run, their directory resolved
+// against that of source, the file cfg was read from, as sluice serve
+// starts them; false when cfg has no workers.
+func WorkerCommand(cfg *config.Config, source string) (supervisor.Command, bool) {
+	if cfg.Workers == nil {
+		return supervisor.Command{}, false
+	}
+	return commandOf(supervisorOptions(cfg.Workers, baseDir(source), nil, nil)), true
+}
+
 // resolve makes p relative to the config file's directory base.
 func resolve(base, p string) string {
 	if p == "" || filepath.IsAbs(p) || base == "" {

@@ -174,7 +174,11 @@ var errNoReload = errors.New("reload: not enabled")
 // reload reads the configuration again and applies it (see the top of this
 // file). On an invalid file it logs every problem, changes nothing and
 // returns the error (config.List finds each problem in it).
-func (a *App) reload() (*reloadReport, error) {
+func (a *App) reload() (*reloadReport, error) { return a.reloadThen(false) }
+
+// reloadThen is reload; roll says the caller rolls the workers whatever
+// changed (SIGHUP), so that the log says what will happen.
+func (a *App) reloadThen(roll bool) (*reloadReport, error) {
 	rl := a.rl
 	if rl == nil {
 		return nil, errNoReload
@@ -198,7 +202,7 @@ func (a *App) reload() (*reloadReport, error) {
 	for _, p := range rep.Restart {
 		a.log.Warn("config reload: a key needs a restart; its running value is kept", "key", p)
 	}
-	a.log.Info("config reloaded", "file", rep.Source, "applied", rep.Applied, "restartOnly", rep.Restart, "rollWorkers", rep.Roll)
+	a.log.Info("config reloaded", "file", rep.Source, "applied", rep.Applied, "restartOnly", rep.Restart, "rollWorkers", rep.Roll || roll && a.Supervisor() != nil)
 	return rep, nil
 }
 
@@ -297,7 +301,7 @@ func (a *App) reloadCerts(next *config.Config, base string) error {
 // hangup is SIGHUP: reload, then roll the workers, whether their command
 // changed or not (see the top of this file). An invalid file stops there.
 func (a *App) hangup(ctx context.Context) {
-	rep, err := a.reload()
+	rep, err := a.reloadThen(true)
 	sup := a.Supervisor()
 	if err != nil || sup == nil {
 		return

@@ -237,7 +237,7 @@ routes:
 }
 
 func TestReloadClassOf(t *testing.T) {
-	workers := writeConfig(t, "admin: {listen: \"off\"}\nworkers: {command: [node, w.js], count: 1}\n")
+	workers := writeConfig(t, "admin: {listen: \"off\"}\nworkers: {command: [sh, w.js], count: 1}\n")
 	s, _ := reloadService(t, workers)
 	library := writeConfig(t, "admin: {listen: \"off\"}\n")
 	lib, _ := reloadService(t, library)
@@ -272,10 +272,10 @@ func TestReloadClassOf(t *testing.T) {
 // A change of the workers' env or command gives the supervisor the new
 // command and asks for a roll; a file that leaves them alone does not.
 func TestReloadSetsWorkerCommand(t *testing.T) {
-	yaml := "admin: {listen: \"off\"}\nworkers:\n  command: [node, w.js]\n  count: 1\n  env: {TAG: %s}\n"
+	yaml := "admin: {listen: \"off\"}\nworkers:\n  command: [sh, w.js]\n  count: 1\n  env: {TAG: %s}\n"
 	path := writeConfig(t, fmt.Sprintf(yaml, "v1"))
 	s, _ := reloadService(t, path)
-	if got := s.Supervisor().Command(); !slices.Equal(got.Args, []string{"node", "w.js"}) || !slices.Equal(got.Env, []string{"TAG=v1"}) {
+	if got := s.Supervisor().Command(); !slices.Equal(got.Args, []string{"sh", "w.js"}) || !slices.Equal(got.Env, []string{"TAG=v1"}) {
 		t.Fatalf("command at start: got %+v", got)
 	}
 	rep, err := s.reload()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"syscall"
 
 	"github.com/oklog/run"
 
@@ -87,7 +88,7 @@ func (a *App) listen(ctx context.Context) (front, adm net.Listener, err error) {
 	if front == nil {
 		var lc net.ListenConfig
 		if front, err = lc.Listen(context.WithoutCancel(ctx), "tcp", cmp.Or(a.srv.Addr, server.DefaultAddr)); err != nil {
-			return nil, nil, fmt.Errorf("server: %w", err)
+			return nil, nil, fmt.Errorf("server: %w%s", err, inUse(err, "server.listen in the file, or --listen, to a free address"))
 		}
 	}
 	if a.adm != nil {
@@ -97,6 +98,15 @@ func (a *App) listen(ctx context.Context) (front, adm net.Listener, err error) {
 		}
 	}
 	return front, adm, nil
+}
+
+// inUse says what to change when err is an address in use: the key (and
+// the flag of sluice serve that sets it), for "set ...".
+func inUse(err error, key string) string {
+	if !errors.Is(err, syscall.EADDRINUSE) {
+		return ""
+	}
+	return " (another process listens there: set " + key + ")"
 }
 
 // serve is the server's actor: it serves on ln until ctx is done, drains,

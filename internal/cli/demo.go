@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -34,9 +35,12 @@ Starts sluice in front of single-threaded demo workers (sluice itself,
 re-executed as CPU-bound renderers: one render at a time each, like Node.js
 SSR processes), measures their capacity, then offers an open-loop load ramp
 past it, twice: through sluice, and to the same workers through a plain
-round-robin proxy with no admission control. It prints, per offered rate,
-goodput (answers within the client's timeout per second), success ratio,
-latency of successes and what was shed.
+round-robin proxy with no admission control, one after the other at each
+step, so that what else runs on the machine weighs on both alike. It
+prints, per offered rate, goodput (answers within the client's timeout per
+second), success ratio, latency of successes and what was shed, and says
+so when the machine was busy or its capacity moved during the run: the
+figures are then those of a shared machine.
 
 flags:
 `
@@ -57,7 +61,7 @@ func parseDemoFlags(args []string, stderr io.Writer) (*demoFlags, error) {
 	fs.SetOutput(stderr)
 	fs.IntVar(&f.workers, "workers", runtime.GOMAXPROCS(0), "worker processes") // honours a cgroup CPU quota
 	fs.DurationVar(&f.cpu, "cpu", 10*time.Millisecond, "CPU work per render")
-	fs.DurationVar(&f.step, "step", 5*time.Second, "duration of each load step")
+	fs.DurationVar(&f.step, "step", 3*time.Second, "duration of each load step")
 	loads := fs.String("loads", "0.5,1,2,4", "offered load steps, as multiples of measured capacity")
 	fs.DurationVar(&f.timeout, "timeout", time.Second, "client timeout (the caller's patience)")
 	fs.BoolVar(&f.keepAlive, "keepalive", true, "clients reuse connections (false: a new connection per request)")
@@ -178,17 +182,30 @@ func demoMeasure(ctx context.Context, a *app.App, f *demoFlags, stdout, stderr i
 	if err := waitWorkers(ctx, a.Supervisor(), f.workers, 30*time.Second); err != nil {
 		return err
 	}
+	if note := busyNote(loadAverage(), runtime.NumCPU()); note != "" {
+		fmt.Fprintln(stdout, note)
+	}
+	url := "http://" + listen + query
 	// Closed-loop clients, more than the workers so that sluice's queue
-	// keeps every worker busy: the most the workers can render.
+	// keeps every worker busy: the most the workers can render. A first
+	// second is not counted: the workers' limits and the connections
+	// settle in it.
 	clients := 4 * f.workers
-	c, err := bench.Capacity(ctx, []string{"http://" + listen + query}, clients, 2*time.Second, false)
+	capacity := func(d time.Duration) (float64, error) {
+		c, err := bench.Capacity(ctx, []string{url}, clients, d, false)
+		if err == nil && c.Rate <= 0 {
+			err = errors.New("capacity measurement: no request succeeded")
+		}
+		return c.Rate, err
+	}
+	if _, err := capacity(time.Second); err != nil {
+		return err
+	}
+	rate, err := capacity(2 * time.Second)
 	if err != nil {
 		return err
 	}
-	if c.Rate <= 0 {
-		return errors.New("capacity measurement: no request succeeded")
-	}
-	fmt.Fprintf(stdout, "measured capacity: %.0f renders/s (%d clients in a closed loop for 2s)\n\n", c.Rate, clients)
+	fmt.Fprintf(stdout, "measured capacity: %.0f renders/s (%d clients in a closed loop for 2s)\n\n", rate, clients)
 	baseline, stop, err := serveBaseline(a.Supervisor())
 	if err != nil {
 		return err
@@ -196,41 +213,102 @@ func demoMeasure(ctx context.Context, a *app.App, f *demoFlags, stdout, stderr i
 	defer stop()
 	var phases []loadgen.Phase
 	for _, m := range f.loads {
-		phases = append(phases, loadgen.Phase{Name: fmt.Sprintf("%gx", m), Rate: m * c.Rate, Duration: f.step})
+		phases = append(phases, loadgen.Phase{Name: fmt.Sprintf("%gx", m), Rate: m * rate, Duration: f.step})
 	}
 	names := []string{"sluice", "no admission"}
-	urls := []string{"http://" + listen + query, baseline + query}
-	reports, err := demoRamp(ctx, a.Supervisor(), f, phases, urls, names, stderr)
+	urls := []string{url, baseline + query}
+	// The baseline runs first at each step: what it leaves queued in the
+	// workers (renders its clients gave up on) is waited out before
+	// sluice's run, and sluice, which leaves nothing, ends the ramp.
+	order := []int{1, 0}
+	stats, err := demoRamp(ctx, a.Supervisor(), f, phases, urls, names, order, stderr)
 	if err != nil {
 		return err
 	}
-	return demoTable(stdout, c.Rate, phases, names[0], names[1], reports)
+	if err := demoTable(stdout, rate, phases, names, stats); err != nil {
+		return err
+	}
+	// The figures are only as good as the capacity they are against:
+	// measured again, it says whether the machine stayed the same.
+	after, err := capacity(2 * time.Second)
+	if err != nil {
+		return err
+	}
+	if note := driftNote(rate, after); note != "" {
+		fmt.Fprintln(stdout, note)
+	}
+	return nil
 }
 
-// demoRamp offers the ramp of phases to each of urls in turn, waiting
-// between them for the workers to finish what the last left queued.
-func demoRamp(ctx context.Context, sup *supervisor.Supervisor, f *demoFlags, phases []loadgen.Phase, urls, names []string, stderr io.Writer) ([]*loadgen.Report, error) {
-	reports := make([]*loadgen.Report, len(urls))
-	for i, url := range urls {
-		fmt.Fprintf(stderr, "running %s: %d steps of %v...\n", names[i], len(phases), f.step)
-		rep, err := loadgen.Run(ctx, loadgen.Config{
-			URL: url, Phases: phases, Timeout: f.timeout, DisableKeepAlives: !f.keepAlive,
-			LoopbackOnly: true, Seed: 1,
-		})
-		if err != nil {
-			return nil, err
-		}
-		reports[i] = rep
-		if i == len(urls)-1 {
-			break // the last run's leftovers only delay the exit
-		}
-		// What a run left queued in the workers would slow the next one:
-		// wait until they are idle again.
-		if err := waitIdle(ctx, sup, 30*time.Second); err != nil {
-			return nil, err
+// demoRamp offers each of phases to each of urls in turn, in order (the
+// first phase to every url, then the second, ...), so that a change in
+// what else the machine runs falls on every system alike, and waits
+// between runs for the workers to finish what the last left queued. It
+// returns the stats of phase i for url j at [i][j].
+func demoRamp(ctx context.Context, sup *supervisor.Supervisor, f *demoFlags, phases []loadgen.Phase, urls, names []string, order []int, stderr io.Writer) ([][]loadgen.Stats, error) {
+	var ordered []string
+	for _, j := range order {
+		ordered = append(ordered, names[j])
+	}
+	fmt.Fprintf(stderr, "running %d steps of %v, each through %s...\n", len(phases), f.step, strings.Join(ordered, ", then "))
+	stats := make([][]loadgen.Stats, len(phases))
+	for i, p := range phases {
+		stats[i] = make([]loadgen.Stats, len(urls))
+		for _, j := range order {
+			// What the last run left queued in the workers would slow
+			// this one.
+			if err := waitIdle(ctx, sup, 30*time.Second); err != nil {
+				return nil, err
+			}
+			rep, err := loadgen.Run(ctx, loadgen.Config{
+				URL: urls[j], Phases: []loadgen.Phase{p}, Timeout: f.timeout, DisableKeepAlives: !f.keepAlive,
+				LoopbackOnly: true, Seed: 1,
+			})
+			if err != nil {
+				return nil, err
+			}
+			stats[i][j] = rep.Phases[0].Stats
 		}
 	}
-	return reports, nil
+	return stats, nil
+}
+
+// busyNote warns, when the load average is above the CPUs, that other
+// processes share them with the workers: the figures will vary from run
+// to run. load < 0 (unknown) says nothing.
+func busyNote(load float64, cpus int) string {
+	if load < 0 || load <= float64(cpus) {
+		return ""
+	}
+	return fmt.Sprintf("note: this machine is busy (load average %.1f on %d CPUs): other processes take CPU from the workers at times, and the figures below vary from run to run", load, cpus)
+}
+
+// driftNote says when the capacity measured after the ramp differs from
+// the one the ramp was offered against by more than a fifth: the machine
+// changed under the measurement.
+func driftNote(before, after float64) string {
+	if before <= 0 || math.Abs(after-before) <= before/5 {
+		return ""
+	}
+	return fmt.Sprintf("\nnote: capacity measured again after the ramp: %.0f renders/s, against %.0f before: what else runs on this machine changed during the run, and \"of capacity\" is against the first", after, before)
+}
+
+// loadAverage returns the 1-minute load average, or -1 where it is
+// unknown (no /proc/loadavg).
+func loadAverage() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return -1
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return -1
+	}
+	l, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		return -1
+	}
+	return l
 }
 
 // serveBaseline serves, on 127.0.0.1:0, the same workers with no
@@ -258,12 +336,12 @@ func serveBaseline(sup *supervisor.Supervisor) (url string, stop func(), err err
 	return "http://" + ln.Addr().String(), func() { srv.Close(); <-done }, nil
 }
 
-func demoTable(w io.Writer, capacity float64, phases []loadgen.Phase, a, b string, reps []*loadgen.Report) error {
+func demoTable(w io.Writer, capacity float64, phases []loadgen.Phase, names []string, stats [][]loadgen.Stats) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "offered\tsystem\tgoodput\tof capacity\tsuccess\tp50\tp99\tfailures\t")
 	for i, p := range phases {
-		for j, name := range []string{a, b} {
-			st := reps[j].Phases[i].Stats
+		for j, name := range names {
+			st := stats[i][j]
 			fmt.Fprintf(tw, "%.0f/s (%s)\t%s\t%.0f/s\t%.0f%%\t%.1f%%\t%s\t%s\t%s\t\n", p.Rate, p.Name, name,
 				st.Goodput, 100*st.Goodput/capacity, 100*st.SuccessRatio,
 				fmtLatency(st.Latency.P50, st.Successes), fmtLatency(st.Latency.P99, st.Successes), fmtErrors(st.Errors))

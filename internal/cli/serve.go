@@ -21,7 +21,8 @@ import (
 	"github.com/sluicehq/sluice/server"
 )
 
-const serveUsage = `usage: sluice serve [-c sluice.yaml] [-log text|json] [-- worker command...]
+const serveUsage = `usage: sluice serve [-c sluice.yaml] [--listen host:port] [--admin host:port|off]
+                    [--workers N|auto] [--concurrency N|auto] [-log text|json] [-- worker command...]
 
 Runs the front server. With workers (the config's workers section, or a
 command after --) sluice starts and supervises them and dispatches each
@@ -33,6 +34,11 @@ A command after -- is the workers' command: it fills a workers section
 that names none, or adds one with its defaults. A file that names a command
 too is an error. Keys of the file that have no effect (sluice validate
 lists them) are logged as warnings at start.
+
+--listen, --admin, --workers and --concurrency set server.listen,
+admin.listen, workers.count and workers.concurrency: a flag wins over the
+file, at start and at every reload. sluice validate, given the same flags,
+says which key each one overrides.
 
 The first SIGTERM or SIGINT drains (readiness 503, drainDelay, stop
 accepting, in-flight requests finish, workers stop); a second cuts at once
@@ -54,6 +60,8 @@ func runServe(ctx context.Context, ext Extensions, args []string, stdout, stderr
 	fs.SetOutput(stderr)
 	cfgPath := fs.String("c", "", "config file (default ./"+config.DefaultFile+" when present, else built-in defaults)")
 	logFormat := fs.String("log", "text", "log format: text or json")
+	var flags config.Flags
+	flags.Define(fs)
 	fs.Usage = func() { fmt.Fprint(fs.Output(), serveUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -66,13 +74,16 @@ func runServe(ctx context.Context, ext Extensions, args []string, stdout, stderr
 		fmt.Fprintln(stderr, "sluice serve:", err)
 		return 2
 	}
-	overrides := config.Overrides{Command: fs.Args()}
+	overrides := config.Overrides{Command: fs.Args(), Flags: flags}
 	loaded, err := config.ResolveWith(*cfgPath, overrides)
 	if err != nil {
 		printConfigErrors(stderr, err)
 		return 1
 	}
 	app.LogWarnings(log, loaded.Warnings)
+	for _, o := range loaded.Overridden {
+		log.Info("flag", "flag", o.Flag, "value", o.Value, "key", o.Key, "fileLine", o.Line)
+	}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)

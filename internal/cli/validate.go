@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/sluicehq/sluice/internal/app"
 	"github.com/sluicehq/sluice/internal/config"
 )
 
@@ -14,20 +15,24 @@ import (
 // (one per line, file:line: key: message) and exit 1. Warnings (keys that
 // have no effect, values that disable a safety) go to stderr and leave the
 // exit code 0 unless --strict.
-// A command after -- is checked as sluice serve would take it. Usage errors
-// exit 2.
+// A command after -- is checked as sluice serve would take it, and the
+// workers' program must be one that can be started. Usage errors exit 2.
 func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	path := fs.String("c", "", "config `file` (default ./"+config.DefaultFile+" when present, else the built-in defaults)")
 	printDefaults := fs.Bool("print-defaults", false, "print the built-in configuration as commented YAML and exit")
 	strict := fs.Bool("strict", false, "treat warnings (keys that have no effect, values that disable a safety) as errors: exit 1")
+	var flags config.Flags
+	flags.Define(fs)
 	usage := func(w io.Writer) {
-		fmt.Fprintln(w, "usage: sluice validate [-c FILE] [--strict] [--print-defaults] [-- worker command...]")
+		fmt.Fprintln(w, "usage: sluice validate [-c FILE] [--strict] [--print-defaults] [serve's flags] [-- worker command...]")
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "Checks a config file and reports every problem with its line: errors, and")
 		fmt.Fprintln(w, "warnings for keys that have no effect and values that disable a safety.")
-		fmt.Fprintln(w, "A worker command after -- is checked as sluice serve would take it.")
+		fmt.Fprintln(w, "serve's flags and a worker command after -- are checked as sluice serve")
+		fmt.Fprintln(w, "would take them; each flag is listed with the key it overrides (a flag")
+		fmt.Fprintln(w, "wins over the file).")
 		fmt.Fprintln(w)
 		fs.SetOutput(w)
 		fs.PrintDefaults()
@@ -50,8 +55,8 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return 2
 	}
 	if *printDefaults {
-		if *path != "" || fs.NArg() > 0 {
-			fmt.Fprintln(stderr, "sluice validate: --print-defaults prints the built-in defaults; it takes no -c or command")
+		if *path != "" || fs.NArg() > 0 || flags != (config.Flags{}) {
+			fmt.Fprintln(stderr, "sluice validate: --print-defaults prints the built-in defaults; it takes no -c, flags or command")
 			return 2
 		}
 		if _, err := stdout.Write(config.DefaultYAML()); err != nil {
@@ -61,13 +66,13 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return 0
 	}
 
-	return validateFile(*path, fs.Args(), *strict, stdout, stderr)
+	return validateFile(*path, config.Overrides{Command: fs.Args(), Flags: flags}, *strict, stdout, stderr)
 }
 
 // validateFile checks the file at path (as config.ResolveWith finds it)
-// with command after --, and prints what runValidate says of it.
-func validateFile(path string, command []string, strict bool, stdout, stderr io.Writer) int {
-	loaded, err := config.ResolveWith(path, config.Overrides{Command: command})
+// with o applied, and prints what runValidate says of it.
+func validateFile(path string, o config.Overrides, strict bool, stdout, stderr io.Writer) int {
+	loaded, err := config.ResolveWith(path, o)
 	if err != nil {
 		if list := config.List(err); list != nil {
 			for _, e := range list {
@@ -78,12 +83,23 @@ func validateFile(path string, command []string, strict bool, stdout, stderr io.
 		}
 		return 1
 	}
+	// As serve would find it: a misspelt program fails here, not in a
+	// crash loop.
+	if c, ok := app.WorkerCommand(loaded.Config, loaded.Source); ok {
+		if err := c.Executable(); err != nil {
+			fmt.Fprintf(stderr, "sluice validate: %v\n", err)
+			return 1
+		}
+	}
 	for _, w := range loaded.Warnings {
 		fmt.Fprintln(stderr, w)
 	}
 	source := loaded.Source
 	if source == "" {
 		source = "built-in defaults"
+	}
+	for _, o := range loaded.Overridden {
+		fmt.Fprintln(stdout, o)
 	}
 	switch n := len(loaded.Warnings); {
 	case n > 0 && strict:

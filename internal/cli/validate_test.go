@@ -30,7 +30,11 @@ func TestValidateExitCodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	noEffect := filepath.Join(dir, "no-effect.yaml")
-	if err := os.WriteFile(noEffect, []byte("server:\n  backpressure: {maxLimit: 50}\nworkers:\n  command: node w.js\n"), 0o644); err != nil {
+	if err := os.WriteFile(noEffect, []byte("server:\n  backpressure: {maxLimit: 50}\nworkers:\n  command: sh w.js\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	missingProgram := filepath.Join(dir, "missing-program.yaml")
+	if err := os.WriteFile(missingProgram, []byte("workers:\n  command: ./missing.sh\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	noCommand := filepath.Join(dir, "no-command.yaml")
@@ -57,14 +61,18 @@ func TestValidateExitCodes(t *testing.T) {
 		{name: "unknown flag", args: []string{"-x"}, code: 2, stderrHas: []string{"flag provided but not defined: -x", "usage: sluice validate"}},
 		{name: "positional argument", args: []string{good}, code: 2, stderrHas: []string{"unexpected argument", "usage: sluice validate"}},
 		{name: "print-defaults with -c", args: []string{"--print-defaults", "-c", good}, code: 2, stderrHas: []string{"takes no -c"}},
-		{name: "print-defaults with a command", args: []string{"--print-defaults", "--", "node"}, code: 2, stderrHas: []string{"takes no -c or command"}},
-		{name: "help", args: []string{"-h"}, code: 0, stdoutHas: "usage: sluice validate [-c FILE] [--strict] [--print-defaults] [-- worker command...]", stderrNone: true},
+		{name: "print-defaults with a command", args: []string{"--print-defaults", "--", "node"}, code: 2, stderrHas: []string{"takes no -c, flags or command"}},
+		{name: "help", args: []string{"-h"}, code: 0, stdoutHas: "usage: sluice validate [-c FILE] [--strict] [--print-defaults] [serve's flags] [-- worker command...]", stderrNone: true},
 		{name: "warning: exit 0", args: []string{"-c", noEffect}, code: 0, stdout: "ok: " + noEffect + " (1 warning)\n",
 			stderrHas: []string{noEffect + ":2: warning: server.backpressure.maxLimit: has no effect with workers"}},
 		{name: "warning with --strict: exit 1", args: []string{"--strict", "-c", noEffect}, code: 1,
 			stderrHas: []string{noEffect + ":2: warning: server.backpressure.maxLimit", "1 warning (--strict)"}},
 		{name: "workers without a command", args: []string{"-c", noCommand}, code: 1, stderrHas: []string{noCommand + ":1: workers.command: must name the program"}},
-		{name: "the command after --", args: []string{"-c", noCommand, "--", "node", "worker.js"}, code: 0, stdout: "ok: " + noCommand + "\n", stderrNone: true},
+		{name: "the command after --", args: []string{"-c", noCommand, "--", "sh", "worker.js"}, code: 0, stdout: "ok: " + noCommand + "\n", stderrNone: true},
+		{name: "a command that cannot be started", args: []string{"-c", noCommand, "--", "nodee-sluice-test", "app.js"}, code: 1,
+			stderrHas: []string{`sluice validate: supervisor: worker command "nodee-sluice-test": not found in $PATH`}},
+		{name: "a file's command that cannot be started", args: []string{"-c", missingProgram}, code: 1,
+			stderrHas: []string{`worker command "./missing.sh": ./missing.sh: no such file`}},
 		{name: "a command in the file and after --", args: []string{"-c", noEffect, "--", "node"}, code: 1, stderrHas: []string{noEffect + ":4: workers.command: is also given after --"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -178,9 +178,11 @@ type Backpressure struct {
 	// Algorithm is AlgorithmAuto, AlgorithmAIMD, AlgorithmGradient or
 	// AlgorithmFixed.
 	Algorithm string `yaml:"algorithm"`
-	// InitialLimit is the limit at start; 0 = MaxLimit (start wide open:
-	// AIMD only backs off, so a low start would refuse work before any
-	// saturation). Otherwise within [MinLimit, MaxLimit].
+	// InitialLimit is the limit at start; 0 = the algorithm's own start:
+	// the usable CPUs with auto, 100 with gradient, MaxLimit with aimd and
+	// fixed (start wide open: AIMD only backs off, so a low start would
+	// refuse work before any saturation). Otherwise within [MinLimit,
+	// MaxLimit].
 	InitialLimit int `yaml:"initialLimit"`
 	// MinLimit is the floor the limit never goes below; >= 1.
 	MinLimit int `yaml:"minLimit"`
@@ -202,8 +204,8 @@ type Backpressure struct {
 	QueueTimeout time.Duration `yaml:"queueTimeout"`
 }
 
-// StartLimit returns the limit to start with: InitialLimit, or MaxLimit
-// when InitialLimit is 0.
+// StartLimit returns the limit AIMD and fixed start with: InitialLimit, or
+// MaxLimit when InitialLimit is 0.
 func (b Backpressure) StartLimit() int {
 	if b.InitialLimit == 0 {
 		return b.MaxLimit

@@ -116,7 +116,11 @@ func describe(n *yaml.Node) string {
 
 func (d *decoder) typeError(n *yaml.Node, path, want string) {
 	hint := ""
-	if want == "a string" && n.Kind == yaml.ScalarNode {
+	switch {
+	case want == "a string" && n.Kind == yaml.ScalarNode && n.ShortTag() == "!!int" && strings.HasSuffix(path, "listen"):
+		// A bare port: quoted, it would still not be host:port.
+		hint = fmt.Sprintf(" (write %q: port %s on every interface)", ":"+n.Value, n.Value)
+	case want == "a string" && n.Kind == yaml.ScalarNode:
 		hint = " (quote it to make it a string)"
 	}
 	d.failf(n.Line, path, "want %s, got %s%s", want, describe(n), hint)

@@ -22,13 +22,19 @@ type Error struct {
 	// Warning marks a problem that does not stop sluice: a key written in
 	// the file that has no effect in the configuration it is part of.
 	Warning bool
+	// Flag is the command-line flag that set the key ("--listen"), when
+	// the problem is its value; File and Line are then empty.
+	Flag string
 }
 
 // Error formats the problem as file:line: path: message, leaving out the
-// parts that are unknown; a warning reads file:line: warning: path: message.
+// parts that are unknown; a warning reads file:line: warning: path: message,
+// and a flag's problem --flag: path: message.
 func (e *Error) Error() string {
 	var b strings.Builder
 	switch {
+	case e.Flag != "":
+		fmt.Fprintf(&b, "%s: ", e.Flag)
 	case e.File != "" && e.Line > 0:
 		fmt.Fprintf(&b, "%s:%d: ", e.File, e.Line)
 	case e.File != "":

@@ -33,7 +33,9 @@ func Parse(name string, data []byte) (*Config, error) {
 }
 
 // Overrides are settings from the command line, applied over the file
-// before it is validated.
+// before it is validated. A flag wins over the key it sets (see Flags);
+// the workers' command is the exception: it may be named in one place
+// only.
 type Overrides struct {
 	// Command, when not empty, is the workers' command, given after -- on
 	// the command line (sluice serve -- node worker.js). It fills
@@ -41,6 +43,10 @@ type Overrides struct {
 	// file has none. A file that names a command too, or has upstreams, is
 	// an error: one of the two would be silently ignored.
 	Command []string
+	// Flags are the keys set by flags, as written on the command line
+	// (Listen ":3300", Workers "4", Concurrency "auto"); "" leaves the key
+	// to the file.
+	Flags Flags
 }
 
 // Loaded is a configuration that passed validation.
@@ -52,6 +58,9 @@ type Loaded struct {
 	// configuration they are part of, in file order, each with Warning
 	// set. They do not stop sluice.
 	Warnings Errors
+	// Overridden are the keys Overrides.Flags set, in the order of Flags'
+	// fields.
+	Overridden []Overridden
 }
 
 // ParseWith is Parse with o applied over the file, and its warnings kept.
@@ -78,14 +87,20 @@ func (v *validator) check(cfg *Config, source string, o Overrides, errs Errors) 
 	redact(errs, cfg)
 	redact(v.warns, cfg)
 	if len(errs) == 0 {
-		return &Loaded{Config: cfg, Source: source, Warnings: fileOrder(v.warns)}, nil
+		return &Loaded{Config: cfg, Source: source, Warnings: fileOrder(v.warns), Overridden: v.overridden}, nil
 	}
 	return nil, fileOrder(errs)
 }
 
 // override applies o to cfg before validation.
 func (v *validator) override(cfg *Config, o Overrides) {
-	if len(o.Command) == 0 {
+	v.command(cfg, o.Command)
+	v.applyFlags(cfg, o.Flags)
+}
+
+// command applies the workers' command given after --.
+func (v *validator) command(cfg *Config, command []string) {
+	if len(command) == 0 {
 		return
 	}
 	switch {
@@ -99,7 +114,7 @@ func (v *validator) override(cfg *Config, o Overrides) {
 		v.errorf("workers.command", "is also given after -- on the command line: name the program in one place")
 		return
 	}
-	cfg.Workers.Command = o.Command
+	cfg.Workers.Command = command
 }
 
 // fileOrder sorts problems by line, those with no line (defaults in

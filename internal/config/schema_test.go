@@ -134,3 +134,32 @@ func TestCommentedBlocks(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+// What initialLimit: 0 means depends on the algorithm; --print-defaults
+// and docs/configuration.md must both say so, alike.
+func TestInitialLimitZeroDocumented(t *testing.T) {
+	docs, err := os.ReadFile("../../docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var row string
+	for _, line := range strings.Split(string(docs), "\n") {
+		if strings.HasPrefix(line, "| `server.backpressure.initialLimit` |") {
+			row = line
+		}
+	}
+	_, comment, _ := strings.Cut(string(defaultYAML), "initialLimit: 0")
+	comment, _, _ = strings.Cut(comment, "minLimit:")
+	for _, start := range []string{"usable CPUs", "100", "maxLimit"} {
+		for name, text := range map[string]string{"docs/configuration.md": row, "--print-defaults": comment} {
+			if !strings.Contains(text, start) {
+				t.Errorf("%s: initialLimit 0 does not name %q as a start: %q", name, start, text)
+			}
+		}
+	}
+	for _, algo := range []string{"auto", "gradient", "aimd", "fixed"} {
+		if !strings.Contains(comment, algo) {
+			t.Errorf("--print-defaults: initialLimit 0 does not say what it is with %s: %q", algo, comment)
+		}
+	}
+}

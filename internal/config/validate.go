@@ -49,6 +49,10 @@ type validator struct {
 	warns  Errors          // keys written that have no effect (effect.go)
 	warned map[string]bool // keys in warns
 	seen   map[string]bool
+	// byFlag maps a key set by a flag to the flag ("--listen"): its
+	// problems are the flag's, not the file's.
+	byFlag     map[string]string
+	overridden []Overridden
 }
 
 func (v *validator) errorf(path, format string, args ...any) {
@@ -59,6 +63,10 @@ func (v *validator) errorf(path, format string, args ...any) {
 		v.seen = make(map[string]bool)
 	}
 	v.seen[path] = true
+	if flag := v.byFlag[path]; flag != "" {
+		v.errs = append(v.errs, &Error{Flag: flag, Path: path, Msg: fmt.Sprintf(format, args...)})
+		return
+	}
 	v.errs = append(v.errs, &Error{File: v.file, Line: v.line(path), Path: path, Msg: fmt.Sprintf(format, args...)})
 }
 
@@ -355,6 +363,12 @@ func (v *validator) concurrency(at string, c Concurrency, maxConcurrency int) {
 	}
 	if c.Auto() {
 		v.atLeast(at+"maxConcurrency", maxConcurrency, 1)
+		return
+	}
+	// A flag wins over the file: what it makes moot is only a warning.
+	if flag := v.byFlag[at+"concurrency"]; flag != "" && v.set(at+"maxConcurrency") {
+		v.warns = append(v.warns, &Error{File: v.file, Line: v.line(at + "maxConcurrency"), Path: at + "maxConcurrency", Warning: true,
+			Msg: fmt.Sprintf("has no effect: %s %d fixes each worker's concurrency", flag, c)})
 		return
 	}
 	// Two keys side by side that cannot both hold: the file contradicts

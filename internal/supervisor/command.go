@@ -40,9 +40,13 @@ func (s *Supervisor) Command() Command {
 // running keep their process. A configuration reload calls it, then
 // RollingRestart to take the new command to every slot. The supervisor's
 // own variables (PORT or SLUICE_SOCKET, SLUICE_WORKER_ID and _SLOT) still
-// win over c.Env.
+// win over c.Env. A command whose program cannot be started
+// (Command.Executable) is refused.
 func (s *Supervisor) SetCommand(c Command) (prev Command, err error) {
 	if err := c.Validate(); err != nil {
+		return Command{}, err
+	}
+	if err := s.env.executable(c); err != nil {
 		return Command{}, err
 	}
 	s.mu.Lock()

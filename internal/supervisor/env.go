@@ -30,6 +30,12 @@ type env struct {
 	freePort func() (int, error)
 	// rand returns a number in [0, 1).
 	rand func() float64
+	// executable reports whether c's program can be started
+	// (Command.Executable).
+	executable func(c Command) error
+	// listening returns the TCP addresses the processes of the process
+	// group pgid listen on; nil when none, or when it cannot be known.
+	listening func(pgid int) []string
 }
 
 // procSpec is everything start needs to know.
@@ -64,11 +70,13 @@ const probeTimeout = 2 * time.Second
 
 func realEnv() env {
 	return env{
-		start:    startProcess,
-		dial:     dialEndpoint,
-		get:      getEndpoint,
-		freePort: freePort,
-		rand:     rand.Float64,
+		start:      startProcess,
+		dial:       dialEndpoint,
+		get:        getEndpoint,
+		freePort:   freePort,
+		rand:       rand.Float64,
+		executable: Command.Executable,
+		listening:  listeningAddrs,
 	}
 }
 
@@ -142,7 +150,18 @@ func (en env) check(ctx context.Context, e Endpoint, path string, timeout time.D
 		return err
 	}
 	if code < 200 || code > 299 {
-		return fmt.Errorf("GET %s answered %d %s", path, code, strings.ToLower(http.StatusText(code)))
+		return &statusError{path: path, code: code}
 	}
 	return nil
+}
+
+// statusError is a readiness or health check answered, but not with 2xx:
+// the process listens where it was told.
+type statusError struct {
+	path string
+	code int
+}
+
+func (e *statusError) Error() string {
+	return fmt.Sprintf("GET %s answered %d %s", e.path, e.code, strings.ToLower(http.StatusText(e.code)))
 }

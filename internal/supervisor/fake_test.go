@@ -46,6 +46,8 @@ type fakeEnv struct {
 	ready       map[int]bool
 	ignoreTerm  bool // new processes ignore SIGTERM
 	startErr    error
+	execErr     error    // what executable answers
+	listen      []string // what listening answers, for every process group
 	rnd         float64
 	port        int
 }
@@ -63,7 +65,20 @@ func newFakeEnv(rec *recorder) *fakeEnv {
 }
 
 func (f *fakeEnv) env() env {
-	return env{start: f.start, dial: f.dial, get: f.get, freePort: f.freePort, rand: f.rand}
+	return env{start: f.start, dial: f.dial, get: f.get, freePort: f.freePort, rand: f.rand,
+		executable: f.executable, listening: f.listening}
+}
+
+func (f *fakeEnv) executable(Command) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.execErr
+}
+
+func (f *fakeEnv) listening(int) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.listen
 }
 
 func envValue(env []string, key string) string {

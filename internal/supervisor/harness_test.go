@@ -119,3 +119,23 @@ func (l *logCapture) count(level slog.Level, substr string) int {
 	}
 	return n
 }
+
+// attrs returns the value of attribute key in each record at level whose
+// message contains substr.
+func (l *logCapture) attrs(level slog.Level, substr, key string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var vals []string
+	for _, r := range l.recs {
+		if r.Level != level || !strings.Contains(r.Message, substr) {
+			continue
+		}
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == key {
+				vals = append(vals, a.Value.String())
+			}
+			return true
+		})
+	}
+	return vals
+}

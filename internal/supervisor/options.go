@@ -49,7 +49,8 @@ const (
 // field. Options is a plain value; New copies it.
 type Options struct {
 	// Command is the worker's program and arguments; Command[0] is looked
-	// up in PATH. Required.
+	// up in PATH. Required, and New refuses a program that cannot be
+	// started (Command.Executable).
 	Command []string
 	// Count is how many workers run at once. Zero means runtime.NumCPU();
 	// negative is invalid.

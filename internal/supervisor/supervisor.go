@@ -86,6 +86,9 @@ func newSupervisor(bal Balancer, o Options, e env) (*Supervisor, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
+	if err := e.executable(Command{Args: o.Command, Env: o.Env, Dir: o.Dir}); err != nil {
+		return nil, err
+	}
 	o = o.withDefaults()
 	o.Command = slices.Clone(o.Command)
 	o.Env = slices.Clone(o.Env)

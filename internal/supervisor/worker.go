@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -198,9 +199,9 @@ func (s *Supervisor) bringUp(ctx context.Context, w *worker, procDone <-chan str
 	default:
 	}
 	if err != nil {
+		// Logged once, with the exit that follows (accountExit).
 		w.exitErr = err
 		s.mu.Unlock()
-		s.log.Warn("worker failed to start; killing it", "worker", w.id, "pid", w.pid, "err", err)
 		s.signal(w, syscall.SIGKILL)
 		return
 	}
@@ -216,24 +217,66 @@ func (s *Supervisor) bringUp(ctx context.Context, w *worker, procDone <-chan str
 // milliseconds: a rolling restart should not wait a whole interval for each.
 const firstReadyInterval = 10 * time.Millisecond
 
+// readyHintAfter is how long a worker may stay unready before a warning
+// names the likely cause, well before StartTimeout (30 s by default) ends
+// its start: a worker that ignores $PORT is the most common mistake.
+const readyHintAfter = 5 * time.Second
+
 // awaitReady checks w until a check passes or ctx ends, pausing
 // firstReadyInterval, then twice as long each time, up to ReadyInterval.
+// Past readyHintAfter it warns once with a hint; its error carries the
+// hint too.
 func (s *Supervisor) awaitReady(ctx context.Context, w *worker) error {
 	pause := min(firstReadyInterval, s.opts.ReadyInterval)
+	began, warned := time.Now(), false
 	for {
 		err := s.env.check(ctx, w.ep, s.opts.ReadyPath, probeTimeout)
 		if err == nil {
 			return nil
+		}
+		if waited := time.Since(began); !warned && waited >= readyHintAfter && ctx.Err() == nil {
+			warned = true
+			s.log.Warn("worker not ready yet", "worker", w.id, "pid", w.pid, "after", waited.Round(time.Millisecond),
+				"err", err, "hint", s.readyHint(w, err))
 		}
 		t := time.NewTimer(pause)
 		pause = min(2*pause, s.opts.ReadyInterval)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("not ready within %v: %w", s.opts.StartTimeout, err)
+			if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				// Stopped, or dead: the hint would name nothing.
+				return fmt.Errorf("not ready within %v: %w", s.opts.StartTimeout, err)
+			}
+			return fmt.Errorf("not ready within %v: %w (%s)", s.opts.StartTimeout, err, s.readyHint(w, err))
 		case <-t.C:
 		}
 	}
+}
+
+// readyHint names the likely cause of w's failed readiness check err: a
+// worker that does not listen where it was told (it ignores $PORT, and
+// listens elsewhere), or one that listens but does not answer the ready
+// path with 2xx.
+func (s *Supervisor) readyHint(w *worker, err error) string {
+	if se := (*statusError)(nil); errors.As(err, &se) {
+		return fmt.Sprintf("it listens, but does not answer GET %s with 2xx: is that its ready path?", se.path)
+	}
+	if w.ep.Network == "unix" {
+		return "is it listening on the socket $SLUICE_SOCKET names?"
+	}
+	_, port, _ := net.SplitHostPort(w.ep.Addr)
+	hint := fmt.Sprintf("is it listening on $PORT (%s)?", port)
+	var elsewhere []string
+	for _, a := range s.env.listening(w.pid) {
+		if _, p, _ := net.SplitHostPort(a); p != port {
+			elsewhere = append(elsewhere, a)
+		}
+	}
+	if len(elsewhere) > 0 {
+		hint += fmt.Sprintf(" It listens on %s: read the port from the PORT environment variable", strings.Join(elsewhere, ", "))
+	}
+	return hint
 }
 
 // warmUp sends the warm-up requests, one after another.

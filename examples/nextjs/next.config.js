@@ -1,0 +1,2 @@
+// sluice compresses, after the worker's slot is freed.
+module.exports = { compress: false };
