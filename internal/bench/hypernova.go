@@ -26,7 +26,7 @@ const ScenarioHypernova = "hypernova"
 const DefaultHypernovaWorker = "internal/bench/hypernova/worker.js"
 
 // HypernovaItems is the listing cards of the page each job asks for: 23
-// make a batch answer of about 80 KB.
+// make a batch answer of about 80 KB. Options.HypernovaItems changes it.
 const HypernovaItems = 23
 
 // hypernovaPageNumber is the page of results every job asks for: the same
@@ -219,13 +219,18 @@ type hypernovaFile struct {
 	Runs        []*RunResult  `json:"runs"`
 }
 
-// restartPoint is the point name of a rolling-restart run.
-var restartPoint = "restart " + multipleName(HypernovaRestartMultiple)
+// restartPoint is the point name of a rolling-restart run, and
+// restartBaseline that of the same load without a restart.
+var (
+	restartPoint    = "restart " + multipleName(HypernovaRestartMultiple)
+	restartBaseline = "no restart " + multipleName(HypernovaRestartMultiple)
+)
 
 // HypernovaMarkdown writes scenario hypernova's table: per setup the
 // goodput (and success share) at each load, the p99 of successes, and the
-// requests lost (anything but a success) during the rolling restart; then
-// sluice's figures over nginx -> HAProxy's.
+// requests lost (anything but a success) over a load during which the
+// workers were restarted one at a time, beside those lost over the same
+// load without a restart; then sluice's figures over nginx -> HAProxy's.
 func HypernovaMarkdown(info HypernovaInfo, runs []*RunResult) string {
 	find := func(setup, point string) *RunResult {
 		for _, r := range runs {
@@ -260,7 +265,11 @@ func HypernovaMarkdown(info HypernovaInfo, runs []*RunResult) string {
 		}
 		fmt.Fprintf(&b, " %s |", strings.Join(p99s, ", "))
 		if r := find(setup, restartPoint); r != nil {
-			fmt.Fprintf(&b, " %.1f%% |\n", 100*(1-r.Reports[0].Total.SuccessRatio))
+			fmt.Fprintf(&b, " %.1f%%", 100*(1-r.Reports[0].Total.SuccessRatio))
+			if base := find(setup, restartBaseline); base != nil {
+				fmt.Fprintf(&b, " (%.1f%% without)", 100*(1-base.Reports[0].Total.SuccessRatio))
+			}
+			b.WriteString(" |\n")
 		} else {
 			b.WriteString(" n/a |\n")
 		}

@@ -344,6 +344,7 @@ func TestHypernovaMarkdown(t *testing.T) {
 		run(SetupSluice, "2x", 126, 0.45, 260*time.Millisecond, 630),
 		run(SetupNginxHA500ms, restartPoint, 40, 0.992, 300*time.Millisecond, 200),
 		run(SetupSluice, restartPoint, 40, 0.98, 300*time.Millisecond, 200),
+		run(SetupSluice, restartBaseline, 40, 0.995, 300*time.Millisecond, 200),
 	}
 	info := HypernovaInfo{Workers: 2, CapacityRPS: 71.5, Restart: map[string]string{SetupSluice: "POST /workers/restart"}}
 	md := HypernovaMarkdown(info, runs)
@@ -352,7 +353,7 @@ func TestHypernovaMarkdown(t *testing.T) {
 		"| setup | 1x | 2x | 4x | p99 1x, 2x, 4x | lost during a rolling restart at 0.7x |",
 		"| hypernova-coordinator | 60.0/s (90.0%) | 0.0/s (0.0%) | — | 400 ms, —, — | n/a |",
 		"| nginx-haproxy-500ms | 70.0/s (98.0%) | 140.0/s (50.0%) | — | 530 ms, 520 ms, — | 0.8% |",
-		"| sluice | 63.0/s (95.0%) | 126.0/s (45.0%) | — | 200 ms, 260 ms, — | 2.0% |",
+		"| sluice | 63.0/s (95.0%) | 126.0/s (45.0%) | — | 200 ms, 260 ms, — | 2.0% (0.5% without) |",
 		"| sluice / HAProxy | 0.90x | 0.90x | — | 0.38x, 0.50x, — | |",
 		"- sluice: POST /workers/restart",
 	} {

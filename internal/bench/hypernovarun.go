@@ -32,7 +32,11 @@ func (s *Suite) hypernova(ctx context.Context) error {
 	if _, err := os.Stat(filepath.Join(filepath.Dir(script), "node_modules", "hypernova")); err != nil {
 		return fmt.Errorf("bench: the Hypernova worker's dependencies are not installed (cd %s && npm ci): %w", filepath.Dir(script), err)
 	}
-	job := HypernovaJob(hypernovaPageNumber, HypernovaItems)
+	items := s.o.HypernovaItems
+	if items <= 0 {
+		items = HypernovaItems
+	}
+	job := HypernovaJob(hypernovaPageNumber, items)
 	info := HypernovaInfo{Worker: s.o.HypernovaWorker, Node: ToolVersion(s.o.NodeBin, "--version"), Job: string(job),
 		Workers: s.o.Workers, Restart: map[string]string{}}
 
@@ -226,7 +230,7 @@ func (s *Suite) hypernovaCapacity(ctx context.Context, pool *Pool, job []byte, i
 
 // hypernovaRestartLoad is how long the load of a rolling-restart run
 // lasts, for a phase: long enough for both workers to be replaced.
-func hypernovaRestartLoad(phase time.Duration) time.Duration { return max(3*phase, 10*time.Second) }
+func hypernovaRestartLoad(phase time.Duration) time.Duration { return max(4*phase, 20*time.Second) }
 
 // hypernovaRestartDelay is when, into the load, the rolling restart
 // starts.
@@ -235,7 +239,9 @@ const hypernovaRestartDelay = time.Second
 // hypernovaRestarts runs a rolling restart at HypernovaRestartMultiple for
 // nginx -> HAProxy (the workers restarted one at a time, as a deploy does,
 // HAProxy's health checks taking each out) and for sluice (its own rolling
-// restart of workers it supervises: a sluice of its own, started for it).
+// restart of workers it supervises: a sluice of its own, started for it),
+// each after the same load without a restart, the loss the restart adds
+// to.
 func (s *Suite) hypernovaRestarts(ctx context.Context, targets []*target, script string, job []byte, dir string, info *HypernovaInfo) ([]*RunResult, error) {
 	load := hypernovaRestartLoad(s.o.Phase)
 	var runs []*RunResult
@@ -244,6 +250,11 @@ func (s *Suite) hypernovaRestarts(ctx context.Context, targets []*target, script
 			continue
 		}
 		pool := t.pool
+		base, err := s.hypernovaRunOnce(ctx, t, HypernovaRestartMultiple, restartBaseline, load, job, nil)
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, base)
 		info.Restart[t.name] = "each devMode worker stopped (SIGTERM), started again and waited for (it renders a job), one after the other, as a deploy does; HAProxy's health checks (POST /batch every " +
 			HypernovaCheckInterval.String() + ", fall 2, rise 1) take it out and back; option redispatch"
 		r, err := s.hypernovaRunOnce(ctx, t, HypernovaRestartMultiple, restartPoint, load, job, func(ctx context.Context) error {
@@ -281,6 +292,11 @@ func (s *Suite) hypernovaRestarts(ctx context.Context, targets []*target, script
 	}
 	info.Restart[SetupSluice] = "a sluice of its own supervising " + strconv.Itoa(s.o.Workers) + " workers (workers.command: node worker.js, count " + strconv.Itoa(s.o.Workers) +
 		", every other key its default), rolled by POST /workers/restart on its admin listener; sluice starts each new worker, waits until it accepts a connection, then drains and stops the old one"
+	base, err := s.hypernovaRunOnce(ctx, t, HypernovaRestartMultiple, restartBaseline, load, job, nil)
+	if err != nil {
+		return nil, err
+	}
+	runs = append(runs, base)
 	logf, err := os.Open(filepath.Join(sdir, "sluice.log"))
 	if err != nil {
 		return nil, err

@@ -125,6 +125,9 @@ type Options struct {
 	// HypernovaWorker is scenario hypernova's worker script; "" means
 	// DefaultHypernovaWorker (relative to the working directory).
 	HypernovaWorker string
+	// HypernovaItems is the listing cards of scenario hypernova's page; 0
+	// means HypernovaItems (about 80 KB).
+	HypernovaItems int
 	// HopBaseline is a second sluice binary that scenario hop-cpu measures
 	// beside SluiceBin (setup sluice-before): an older build, for a
 	// before/after in one run. Empty leaves it out.

@@ -98,6 +98,7 @@ func newSuiteFlagSet(stderr io.Writer) (*flag.FlagSet, *evalFlags) {
 	fs.IntVar(&o.NodeReactItems, "node-react-items", bench.NodeReactItems, "listing cards of "+bench.ScenarioNodeReact+"'s page; 200 or -1: the example's whole page")
 	fs.StringVar(&f.nodeSetups, "node-setups", strings.Join(bench.NodeSetupFamilies(), ","), "comma-separated setup families of the Node.js scenarios")
 	fs.StringVar(&o.HypernovaWorker, "hypernova-worker", bench.DefaultHypernovaWorker, "scenario "+bench.ScenarioHypernova+"'s worker script (its npm ci done)")
+	fs.IntVar(&o.HypernovaItems, "hypernova-items", bench.HypernovaItems, "listing cards of "+bench.ScenarioHypernova+"'s page (about 3.4 KB each, up to 200)")
 	fs.Float64Var(&o.HopRate, "hop-rate", bench.HopCPURate, "scenario "+bench.ScenarioHopCPU+": the fixed offered rate, requests per second")
 	fs.StringVar(&o.HopBaseline, "hop-baseline", "", "scenario "+bench.ScenarioHopCPU+": a second sluice binary measured beside -sluice (setup "+bench.HopBaseline+"), for a before/after in one run")
 	fs.BoolVar(&f.rewrite, "rewrite", false, "measure nothing: rewrite the tables and charts in -out from its JSON files")
