@@ -230,7 +230,8 @@ var (
 // goodput (and success share) at each load, the p99 of successes, and the
 // requests lost (anything but a success) over a load during which the
 // workers were restarted one at a time, beside those lost over the same
-// load without a restart; then sluice's figures over nginx -> HAProxy's.
+// load without a restart, and the CPU the rest of the machine took during
+// each run (the noise); then sluice's figures over nginx -> HAProxy's.
 func HypernovaMarkdown(info HypernovaInfo, runs []*RunResult) string {
 	find := func(setup, point string) *RunResult {
 		for _, r := range runs {
@@ -247,21 +248,23 @@ func HypernovaMarkdown(info HypernovaInfo, runs []*RunResult) string {
 	for _, m := range HypernovaMultiples() {
 		fmt.Fprintf(&b, " %s |", multipleName(m))
 	}
-	b.WriteString(" p99 " + joinMultiples(HypernovaMultiples()) + " | lost during a rolling restart at " + multipleName(HypernovaRestartMultiple) + " |\n|---|")
-	b.WriteString(strings.Repeat("---|", len(HypernovaMultiples())+2) + "\n")
+	b.WriteString(" p99 " + joinMultiples(HypernovaMultiples()) + " | lost during a rolling restart at " + multipleName(HypernovaRestartMultiple) +
+		" | other load, cores: " + joinMultiples(HypernovaMultiples()) + ", restart |\n|---|")
+	b.WriteString(strings.Repeat("---|", len(HypernovaMultiples())+3) + "\n")
 	for _, setup := range HypernovaSetups() {
 		fmt.Fprintf(&b, "| %s |", setup)
-		var p99s []string
+		var p99s, others []string
 		for _, m := range HypernovaMultiples() {
 			r := find(setup, multipleName(m))
 			if r == nil {
 				b.WriteString(" — |")
-				p99s = append(p99s, "—")
+				p99s, others = append(p99s, "—"), append(others, "—")
 				continue
 			}
 			t := r.Reports[0].Total
 			fmt.Fprintf(&b, " %.1f/s (%.1f%%) |", t.Goodput, 100*t.SuccessRatio)
 			p99s = append(p99s, p99Cell(t.Successes, t.Latency.P99))
+			others = append(others, fmt.Sprintf("%.2f", r.OtherCores()))
 		}
 		fmt.Fprintf(&b, " %s |", strings.Join(p99s, ", "))
 		if r := find(setup, restartPoint); r != nil {
@@ -269,10 +272,13 @@ func HypernovaMarkdown(info HypernovaInfo, runs []*RunResult) string {
 			if base := find(setup, restartBaseline); base != nil {
 				fmt.Fprintf(&b, " (%.1f%% without)", 100*(1-base.Reports[0].Total.SuccessRatio))
 			}
-			b.WriteString(" |\n")
+			b.WriteString(" |")
+			others = append(others, fmt.Sprintf("%.2f", r.OtherCores()))
 		} else {
-			b.WriteString(" n/a |\n")
+			b.WriteString(" n/a |")
+			others = append(others, "—")
 		}
+		fmt.Fprintf(&b, " %s |\n", strings.Join(others, ", "))
 	}
 	b.WriteString("| sluice / HAProxy |")
 	var p99s []string
@@ -291,7 +297,7 @@ func HypernovaMarkdown(info HypernovaInfo, runs []*RunResult) string {
 			p99s = append(p99s, ratioCell(float64(st.Latency.P99), float64(ht.Latency.P99)))
 		}
 	}
-	fmt.Fprintf(&b, " %s | |\n", strings.Join(p99s, ", "))
+	fmt.Fprintf(&b, " %s | | |\n", strings.Join(p99s, ", "))
 	b.WriteString("\nRolling restarts:\n\n")
 	for _, setup := range HypernovaSetups() {
 		if how, ok := info.Restart[setup]; ok {

@@ -105,6 +105,11 @@ func (s *Suite) hypernova(ctx context.Context) error {
 	if err := s.writeJSON(ScenarioHypernova+".json", hypernovaFile{Scenario: ScenarioHypernova, Environment: s.env, Info: info, Runs: runs}); err != nil {
 		return err
 	}
+	return s.writeHypernovaTable(info, runs)
+}
+
+// writeHypernovaTable writes hypernova.md.
+func (s *Suite) writeHypernovaTable(info HypernovaInfo, runs []*RunResult) error {
 	return s.writeFile(ScenarioHypernova+".md", []byte("# "+ScenarioHypernova+"\n\n"+HypernovaMarkdown(info, runs)))
 }
 
