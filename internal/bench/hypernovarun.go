@@ -288,9 +288,13 @@ func (s *Suite) hypernovaRestarts(ctx context.Context, targets []*target, script
 		return nil, err
 	}
 	defer s.keepFront(f)()
-	// The supervised workers are sluice's children, in process groups of
-	// their own: an empty pool stands for them (no CPU of theirs is read).
-	t := &target{name: SetupSluice, url: f.URL, front: f, pool: &Pool{}, cap10: info.CapacityRPS}
+	// The supervised workers are sluice's children, each in a process
+	// group of its own: a pool without processes stands for them, its CPU
+	// theirs (a replaced worker's then counts in sluice's, the front's).
+	sup := f.Procs[0].PID()
+	workers := &Pool{cpu: func() time.Duration { return childrenCPUTime("/proc", sup) }}
+	defer s.keep(workers)()
+	t := &target{name: SetupSluice, url: f.URL, front: f, pool: workers, cap10: info.CapacityRPS}
 	// Warm them, through sluice, as the devMode workers were.
 	if _, err := CapacityPost(ctx, []string{f.URL + hypernovaPath}, CapacityClients*s.o.Workers, 2*time.Second, false, jsonType, job); err != nil {
 		return nil, err

@@ -18,8 +18,9 @@ import (
 
 // Pool is a set of processes that render the demo page and count their
 // work at demo.StatsPath: the demo workers, or one library-face server. A
-// Pool's counters are what wasted work is computed from. Safe for
-// concurrent use once started.
+// Pool's counters are what wasted work is computed from. Scenario
+// hypernova's pools count nothing: only their readiness, restarts and CPU
+// time are used. Safe for concurrent use once started.
 type Pool struct {
 	Procs []*Process
 	// Addrs are the processes' host:port, in the order of Procs.
@@ -28,13 +29,20 @@ type Pool struct {
 	readyPath string
 	// ready, if set, replaces the GET of readyPath: it waits until the
 	// process at addr (host:port) serves.
-	ready func(ctx context.Context, addr string) error
-	client    *http.Client
-	mu sync.Mutex // guards Procs' elements while RestartOne replaces one
+	ready  func(ctx context.Context, addr string) error
+	client *http.Client
+	// cpu, if set, is what CPUTime returns: for renderers the pool did
+	// not start (a sluice's supervised workers).
+	cpu func() time.Duration
 	// Warm, if set, is run after every Restart: a Node.js worker starts
 	// cold (V8 compiles the renderer as it runs) and would otherwise
 	// handicap whichever setup runs next.
 	Warm func(ctx context.Context) error
+
+	mu sync.Mutex // guards Procs' elements and gone while RestartOne replaces one
+	// gone is the CPU time of the processes RestartOne replaced, as last
+	// read before each was stopped.
+	gone time.Duration
 }
 
 // procSpec is how a pool process is started.
@@ -135,7 +143,9 @@ func (p *Pool) waitOne(ctx context.Context, i int) error {
 // Warm. Not safe for concurrent use with Restart, Stop or another
 // RestartOne; CPUTime may be called meanwhile.
 func (p *Pool) RestartOne(ctx context.Context, i int) error {
-	p.Procs[i].Stop(5 * time.Second)
+	old := p.Procs[i]
+	before := old.CPUTime()
+	old.Stop(5 * time.Second)
 	spec := p.specs[i]
 	proc, err := StartProcess(spec.name, spec.logPath, spec.env, spec.argv...)
 	if err != nil {
@@ -143,6 +153,7 @@ func (p *Pool) RestartOne(ctx context.Context, i int) error {
 	}
 	p.mu.Lock()
 	p.Procs[i] = proc
+	p.gone += before
 	p.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
@@ -265,12 +276,16 @@ func (p *Pool) WaitIdle(ctx context.Context, poll, bound time.Duration) (demo.St
 	}
 }
 
-// CPUTime returns the CPU time the pool's processes have used so far.
+// CPUTime returns the CPU time the pool's processes have used so far,
+// those RestartOne replaced included.
 func (p *Pool) CPUTime() time.Duration {
+	if p.cpu != nil {
+		return p.cpu()
+	}
 	p.mu.Lock()
 	procs := slices.Clone(p.Procs)
+	d := p.gone
 	p.mu.Unlock()
-	var d time.Duration
 	for _, proc := range procs {
 		d += proc.CPUTime()
 	}

@@ -125,8 +125,29 @@ func groupCPUTime(root string, pgid int) time.Duration {
 	return time.Duration(ticks) * time.Second / clockTick
 }
 
+// childrenCPUTime sums utime, stime, cutime and cstime of the live
+// processes whose parent is ppid, as /proc/PID/stat reports them under
+// root: the workers a sluice supervises, each in a process group of its
+// own. Their children reaped by them count through their cumulative
+// fields; a worker that exited counts in its parent's.
+func childrenCPUTime(root string, ppid int) time.Duration {
+	stats, _ := filepath.Glob(filepath.Join(root, "[0-9]*", "stat"))
+	var ticks int64
+	for _, path := range stats {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		st, ok := parseStat(b)
+		if ok && st.ppid == ppid {
+			ticks += st.utime + st.stime + st.cutime + st.cstime
+		}
+	}
+	return time.Duration(ticks) * time.Second / clockTick
+}
+
 type procStat struct {
-	pgrp                         int
+	ppid, pgrp                   int
 	utime, stime, cutime, cstime int64
 }
 
@@ -153,7 +174,7 @@ func parseStat(b []byte) (procStat, bool) {
 		v, err = strconv.ParseInt(f[k-3], 10, 64)
 		return v
 	}
-	st.pgrp = int(num(5))
+	st.ppid, st.pgrp = int(num(4)), int(num(5))
 	st.utime, st.stime, st.cutime, st.cstime = num(14), num(15), num(16), num(17)
 	return st, err == nil
 }

@@ -18,6 +18,13 @@
 //                       worker processes sharing the port.
 //
 // Hypernova has no health route: a front probes POST /batch or a connect.
+//
+// NODE_ENV defaults to production, as a deploy sets it: React's
+// development build renders several times slower, and a worker started
+// by a supervisor that passes its own environment on must render as one
+// started by the suite.
+
+process.env.NODE_ENV = process.env.NODE_ENV || 'production';
 
 const hypernova = require('hypernova/server');
 const { serialize } = require('hypernova');
