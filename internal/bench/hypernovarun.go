@@ -290,9 +290,10 @@ func (s *Suite) hypernovaRestarts(ctx context.Context, targets []*target, script
 	defer s.keepFront(f)()
 	// The supervised workers are sluice's children, each in a process
 	// group of its own: a pool without processes stands for them, its CPU
-	// theirs (a replaced worker's then counts in sluice's, the front's).
+	// theirs, the replaced ones' included; the front's is sluice's own.
 	sup := f.Procs[0].PID()
-	workers := &Pool{cpu: func() time.Duration { return childrenCPUTime("/proc", sup) }}
+	f.cpu = func() time.Duration { own, _ := supervisedCPU("/proc", sup); return own }
+	workers := &Pool{cpu: func() time.Duration { _, w := supervisedCPU("/proc", sup); return w }}
 	defer s.keep(workers)()
 	t := &target{name: SetupSluice, url: f.URL, front: f, pool: workers, cap10: info.CapacityRPS}
 	// Warm them, through sluice, as the devMode workers were.
