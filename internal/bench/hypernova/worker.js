@@ -7,8 +7,8 @@
 //
 // and answering Hypernova's batch result, the page's HTML followed by its
 // props in a <script> (hypernova's serialize, as hypernova-react's
-// renderReact does; hypernova-react itself is left out because its peer
-// dependencies stop at React 18).
+// renderReact does; hypernova-react 2.1.0 itself is left out because its
+// peer dependencies stop at React 16).
 //
 // Environment:
 //   PORT                the port to listen on, on 127.0.0.1 (required)
