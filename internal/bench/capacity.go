@@ -29,6 +29,21 @@ type CapacityResult struct {
 // the workers can render with no proxy and no queueing: the capacity the
 // suite's load multiples refer to.
 func Capacity(ctx context.Context, urls []string, perURL int, d time.Duration, newConns bool) (CapacityResult, error) {
+	return capacity(ctx, urls, perURL, d, newConns, func(ctx context.Context, c *http.Client, u string) (int, error) {
+		return get(ctx, c, u, io.Discard)
+	})
+}
+
+// CapacityPost is Capacity with every request a POST of body, of type
+// contentType: for workers such as Hypernova that render a posted job.
+func CapacityPost(ctx context.Context, urls []string, perURL int, d time.Duration, newConns bool, contentType string, body []byte) (CapacityResult, error) {
+	return capacity(ctx, urls, perURL, d, newConns, func(ctx context.Context, c *http.Client, u string) (int, error) {
+		return post(ctx, c, u, contentType, body, io.Discard)
+	})
+}
+
+// capacity is Capacity with each request made by send.
+func capacity(ctx context.Context, urls []string, perURL int, d time.Duration, newConns bool, send func(context.Context, *http.Client, string) (int, error)) (CapacityResult, error) {
 	tr := &http.Transport{
 		Proxy:               nil,
 		DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
@@ -50,7 +65,7 @@ func Capacity(ctx context.Context, urls []string, perURL int, d time.Duration, n
 			wg.Go(func() {
 				for ctx.Err() == nil {
 					t0 := time.Now()
-					status, err := get(ctx, c, u, io.Discard)
+					status, err := send(ctx, c, u)
 					switch {
 					case ctx.Err() != nil:
 						// Cut by the end of the measurement: not counted.

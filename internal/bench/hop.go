@@ -197,7 +197,7 @@ func startHopNginxHAProxy(ctx context.Context, name, nginxBin, haproxyBin string
 	if err != nil {
 		return nil, err
 	}
-	f, err := runNginxHAProxy(ctx, name, nginxBin, haproxyBin, dir, hcfg, ncfg, "http://"+nlisten+"/", "")
+	f, err := runNginxHAProxy(ctx, name, nginxBin, haproxyBin, dir, hcfg, ncfg, "http://"+nlisten+"/", getReady(""))
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -30,6 +31,21 @@ func get(ctx context.Context, c *http.Client, url string, w io.Writer) (int, err
 	if err != nil {
 		return 0, err
 	}
+	return do(c, req, w)
+}
+
+// post sends body, of type contentType, to url, copies the answer's body
+// to w and returns the status.
+func post(ctx context.Context, c *http.Client, url, contentType string, body []byte, w io.Writer) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", contentType)
+	return do(c, req, w)
+}
+
+func do(c *http.Client, req *http.Request, w io.Writer) (int, error) {
 	resp, err := c.Do(req)
 	if err != nil {
 		return 0, err

@@ -205,7 +205,7 @@ func (s *Suite) startNodeSetup(ctx context.Context, w NodeWorkload, ns nodeSetup
 		t.front, err = startSluice(ctx, name, s.o.HopBaseline, SluiceConfig{Workers: pool.Addrs}, dir)
 	case NodeFamilyHAProxy:
 		t.front, err = startNginxHAProxy(ctx, name, s.o.NginxBin, s.o.HAProxyBin,
-			HAProxyConfig{Workers: pool.Addrs, QueueTimeout: 500 * time.Millisecond, MaxConn: ns.concurrency}, dir, w.Query)
+			HAProxyConfig{Workers: pool.Addrs, QueueTimeout: 500 * time.Millisecond, MaxConn: ns.concurrency}, dir, getReady(w.Query))
 	case NodeFamilyRoundRobin:
 		t.front, err = s.startRoundRobin(ctx, name, pool.Addrs)
 	default:

@@ -33,6 +33,22 @@ type HAProxyConfig struct {
 	// MaxConn is each worker's maxconn; 0 means 1, as Airbnb ran
 	// single-threaded renderers.
 	MaxConn int
+	// Check, if set, health-checks every worker with an HTTP request:
+	// a worker that fails two in a row is taken out until one passes.
+	Check *HTTPCheck
+	// Redispatch retries a request whose connection to a worker failed
+	// (twice at most), the last time on another worker (option
+	// redispatch): what keeps a restarting worker's refusals from the
+	// clients until the checks take it out.
+	Redispatch bool
+}
+
+// HTTPCheck is HAProxy's health check of a worker: Method Path with Body
+// (of type ContentType) every Interval, passed by a 200.
+type HTTPCheck struct {
+	Method, Path      string
+	Body, ContentType string
+	Interval          time.Duration
 }
 
 // SluiceConfig is the suite's sluice.yaml: the defaults plus the listener,
@@ -42,6 +58,11 @@ type SluiceConfig struct {
 	Listen  string
 	Admin   string // host:port, or "off"
 	Workers []string
+	// Command, if set, has sluice start and supervise Count workers of
+	// its own (workers.command, each told its port in PORT) instead of
+	// forwarding to Workers: what sluice's rolling restart needs.
+	Command []string
+	Count   int
 	// Concurrency is each upstream's concurrency. 0 leaves the key out:
 	// sluice's default, auto (found at run time per worker). The demo
 	// workers' setups give 1: they are single-threaded.
@@ -62,16 +83,53 @@ func (c HAProxyConfig) Render() ([]byte, error) {
 	if c.MaxConn < 0 {
 		return nil, fmt.Errorf("bench: haproxy maxconn %d: want 0 (meaning 1) or more", c.MaxConn)
 	}
+	var check *haproxyCheck
+	if c.Check != nil {
+		ch, err := c.Check.haproxy()
+		if err != nil {
+			return nil, err
+		}
+		check = &ch
+	}
 	return render("haproxy.cfg.tmpl", struct {
 		Listen       string
 		Workers      []string
 		QueueTimeout string
 		MaxConn      int
-	}{c.Listen, c.Workers, fmt.Sprintf("%dms", c.QueueTimeout/time.Millisecond), max(c.MaxConn, 1)})
+		Check        *haproxyCheck
+		Redispatch   bool
+	}{c.Listen, c.Workers, fmt.Sprintf("%dms", c.QueueTimeout/time.Millisecond), max(c.MaxConn, 1), check, c.Redispatch})
+}
+
+// haproxyCheck is an HTTPCheck as haproxy.cfg.tmpl writes it.
+type haproxyCheck struct {
+	Method, Path, Body, ContentType, Interval string
+}
+
+// haproxy validates the check for haproxy.cfg: each field one word, the
+// body free of the single quote that delimits it there.
+func (c HTTPCheck) haproxy() (haproxyCheck, error) {
+	if c.Interval <= 0 || c.Interval%time.Millisecond != 0 {
+		return haproxyCheck{}, fmt.Errorf("bench: haproxy check interval %v: want a positive whole number of milliseconds", c.Interval)
+	}
+	for _, f := range []string{c.Method, c.Path} {
+		if f == "" || strings.ContainsAny(f, " \t\n'\"#\\") {
+			return haproxyCheck{}, fmt.Errorf("bench: haproxy check %q: want one word", f)
+		}
+	}
+	if strings.ContainsAny(c.Body, "'\n") || strings.ContainsAny(c.ContentType, " \t\n'\"#\\") || (c.Body != "") != (c.ContentType != "") {
+		return haproxyCheck{}, fmt.Errorf("bench: haproxy check body %q of type %q: want both or neither, the body one line without ', the type one word", c.Body, c.ContentType)
+	}
+	return haproxyCheck{c.Method, c.Path, c.Body, c.ContentType, fmt.Sprintf("%dms", c.Interval/time.Millisecond)}, nil
 }
 
 // Render writes the configuration file's text.
-func (c SluiceConfig) Render() ([]byte, error) { return render("sluice.yaml.tmpl", c) }
+func (c SluiceConfig) Render() ([]byte, error) {
+	if (len(c.Command) > 0) == (len(c.Workers) > 0) || (len(c.Command) > 0 && c.Count < 1) {
+		return nil, fmt.Errorf("bench: sluice.yaml: want upstreams (%d) or a worker command (%q) with a count (%d), not both", len(c.Workers), c.Command, c.Count)
+	}
+	return render("sluice.yaml.tmpl", c)
+}
 
 func render(name string, data any) ([]byte, error) {
 	t, err := template.ParseFS(configFS, "configs/"+name)
@@ -93,10 +151,16 @@ type Front struct {
 	Procs []*Process
 	// Admin is sluice's admin listener, host:port; "" for the others.
 	Admin string
+	// cpu, if set, is what CPUTime returns: a supervising sluice's own,
+	// its workers' left out.
+	cpu func() time.Duration
 }
 
 // CPUTime returns the CPU time the front's processes have used so far.
 func (f *Front) CPUTime() time.Duration {
+	if f.cpu != nil {
+		return f.cpu()
+	}
 	var d time.Duration
 	for _, p := range f.Procs {
 		d += p.CPUTime()
@@ -116,12 +180,21 @@ func (f *Front) Stop() {
 // foreground) in front of it, with their configuration files and logs in
 // dir, and waits until a request through both reaches a worker.
 func StartNginxHAProxy(ctx context.Context, name, nginxBin, haproxyBin string, workers []string, queueTimeout time.Duration, dir string) (*Front, error) {
-	return startNginxHAProxy(ctx, name, nginxBin, haproxyBin, HAProxyConfig{Workers: workers, QueueTimeout: queueTimeout}, dir, "?cpu=0")
+	return startNginxHAProxy(ctx, name, nginxBin, haproxyBin, HAProxyConfig{Workers: workers, QueueTimeout: queueTimeout}, dir, getReady("?cpu=0"))
+}
+
+// readyFunc waits until the front whose base URL (ending in "/") is given
+// passes a request to a worker.
+type readyFunc func(ctx context.Context, base string) error
+
+// getReady waits until a GET of the base URL with query answers 2xx.
+func getReady(query string) readyFunc {
+	return func(ctx context.Context, base string) error { return WaitHTTP(ctx, base+query) }
 }
 
 // startNginxHAProxy is StartNginxHAProxy with h's settings but its Listen,
-// and probe the query of the request that shows the chain works.
-func startNginxHAProxy(ctx context.Context, name, nginxBin, haproxyBin string, h HAProxyConfig, dir, probe string) (*Front, error) {
+// and ready the wait that shows the chain works.
+func startNginxHAProxy(ctx context.Context, name, nginxBin, haproxyBin string, h HAProxyConfig, dir string, ready readyFunc) (*Front, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -139,12 +212,13 @@ func startNginxHAProxy(ctx context.Context, name, nginxBin, haproxyBin string, h
 	if err != nil {
 		return nil, err
 	}
-	return runNginxHAProxy(ctx, name, nginxBin, haproxyBin, dir, hcfg, ncfg, "http://"+naddr+"/", probe)
+	return runNginxHAProxy(ctx, name, nginxBin, haproxyBin, dir, hcfg, ncfg, "http://"+naddr+"/", ready)
 }
 
 // runNginxHAProxy writes the two configs to dir, starts HAProxy and then
-// nginx in front of it, and waits until url+probe answers through both.
-func runNginxHAProxy(ctx context.Context, name, nginxBin, haproxyBin, dir string, hcfg, ncfg []byte, url, probe string) (*Front, error) {
+// nginx in front of it, and waits until ready(url) says a request passes
+// through both.
+func runNginxHAProxy(ctx context.Context, name, nginxBin, haproxyBin, dir string, hcfg, ncfg []byte, url string, ready readyFunc) (*Front, error) {
 	hpath, npath := filepath.Join(dir, "haproxy.cfg"), filepath.Join(dir, "nginx.conf")
 	if err := os.WriteFile(hpath, hcfg, 0o644); err != nil {
 		return nil, err
@@ -167,7 +241,7 @@ func runNginxHAProxy(ctx context.Context, name, nginxBin, haproxyBin, dir string
 	f.Procs = append(f.Procs, np)
 	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	if err := WaitStarted(wctx, f.URL+probe, hp, np); err != nil {
+	if err := waitUntil(wctx, func(ctx context.Context) error { return ready(ctx, f.URL) }, hp, np); err != nil {
 		f.Stop()
 		return nil, err
 	}

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/demo"
@@ -16,19 +18,31 @@ import (
 
 // Pool is a set of processes that render the demo page and count their
 // work at demo.StatsPath: the demo workers, or one library-face server. A
-// Pool's counters are what wasted work is computed from. Safe for
-// concurrent use once started.
+// Pool's counters are what wasted work is computed from. Scenario
+// hypernova's pools count nothing: only their readiness, restarts and CPU
+// time are used. Safe for concurrent use once started.
 type Pool struct {
 	Procs []*Process
 	// Addrs are the processes' host:port, in the order of Procs.
 	Addrs     []string
 	specs     []procSpec // how each process was started, for Restart
 	readyPath string
-	client    *http.Client
+	// ready, if set, replaces the GET of readyPath: it waits until the
+	// process at addr (host:port) serves.
+	ready  func(ctx context.Context, addr string) error
+	client *http.Client
+	// cpu, if set, is what CPUTime returns: for renderers the pool did
+	// not start (a sluice's supervised workers).
+	cpu func() time.Duration
 	// Warm, if set, is run after every Restart: a Node.js worker starts
 	// cold (V8 compiles the renderer as it runs) and would otherwise
 	// handicap whichever setup runs next.
 	Warm func(ctx context.Context) error
+
+	mu sync.Mutex // guards Procs' elements and gone while RestartOne replaces one
+	// gone is the CPU time of the processes RestartOne replaced, as last
+	// read before each was stopped.
+	gone time.Duration
 }
 
 // procSpec is how a pool process is started.
@@ -58,7 +72,12 @@ func StartWorkers(ctx context.Context, bin string, n int, unitsPerMs float64, lo
 // spec(i, port) says, on l's worker CPUs, its output in logDir/NAME.log,
 // and waits until each answers readyPath.
 func startWorkers(ctx context.Context, n int, readyPath, logDir string, l Layout, spec func(i, port int) procSpec) (*Pool, error) {
-	p := &Pool{client: newClient(5 * time.Second), readyPath: readyPath}
+	return startProcs(ctx, &Pool{client: newClient(5 * time.Second), readyPath: readyPath}, n, logDir, l, spec)
+}
+
+// startProcs is startWorkers into p, whose readiness (readyPath or ready)
+// is set.
+func startProcs(ctx context.Context, p *Pool, n int, logDir string, l Layout, spec func(i, port int) procSpec) (*Pool, error) {
 	for i := range n {
 		port, err := FreePort()
 		if err != nil {
@@ -103,12 +122,44 @@ func StartPool(ctx context.Context, name, addr, logDir string, env []string, rea
 func (p *Pool) waitReady(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	for i, a := range p.Addrs {
-		if err := WaitStarted(ctx, "http://"+a+p.readyPath, p.Procs[i]); err != nil {
+	for i := range p.Addrs {
+		if err := p.waitOne(ctx, i); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// waitOne waits until the i-th process serves.
+func (p *Pool) waitOne(ctx context.Context, i int) error {
+	a := p.Addrs[i]
+	if p.ready == nil {
+		return WaitStarted(ctx, "http://"+a+p.readyPath, p.Procs[i])
+	}
+	return waitUntil(ctx, func(ctx context.Context) error { return p.ready(ctx, a) }, p.Procs[i])
+}
+
+// RestartOne stops the i-th process of the pool, starts it again as it
+// was started, and waits until it is ready, as a deploy replaces one
+// worker at a time; the others go on serving meanwhile. It does not run
+// Warm. Not safe for concurrent use with Restart, Stop or another
+// RestartOne; CPUTime may be called meanwhile.
+func (p *Pool) RestartOne(ctx context.Context, i int) error {
+	old := p.Procs[i]
+	before := old.CPUTime()
+	old.Stop(5 * time.Second)
+	spec := p.specs[i]
+	proc, err := StartProcess(spec.name, spec.logPath, spec.env, spec.argv...)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.Procs[i] = proc
+	p.gone += before
+	p.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	return p.waitOne(ctx, i)
 }
 
 // Restart stops every process of the pool and starts it again as it was
@@ -136,6 +187,12 @@ func (p *Pool) Restart(ctx context.Context) error {
 // WaitStarted waits until url answers 2xx, failing at once if one of
 // procs (the processes that serve it) exits first.
 func WaitStarted(ctx context.Context, url string, procs ...*Process) error {
+	return waitUntil(ctx, func(ctx context.Context) error { return WaitHTTP(ctx, url) }, procs...)
+}
+
+// waitUntil runs wait, which returns once what procs serve is ready or
+// ctx is done, and fails at once if one of procs exits first.
+func waitUntil(ctx context.Context, wait func(context.Context) error, procs ...*Process) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	for _, proc := range procs {
@@ -147,7 +204,7 @@ func WaitStarted(ctx context.Context, url string, procs ...*Process) error {
 			}
 		}()
 	}
-	err := WaitHTTP(ctx, url)
+	err := wait(ctx)
 	for _, proc := range procs {
 		select {
 		case <-proc.Exited():
@@ -221,10 +278,17 @@ func (p *Pool) WaitIdle(ctx context.Context, poll, bound time.Duration) (demo.St
 	}
 }
 
-// CPUTime returns the CPU time the pool's processes have used so far.
+// CPUTime returns the CPU time the pool's processes have used so far,
+// those RestartOne replaced included.
 func (p *Pool) CPUTime() time.Duration {
-	var d time.Duration
-	for _, proc := range p.Procs {
+	if p.cpu != nil {
+		return p.cpu()
+	}
+	p.mu.Lock()
+	procs := slices.Clone(p.Procs)
+	d := p.gone
+	p.mu.Unlock()
+	for _, proc := range procs {
 		d += proc.CPUTime()
 	}
 	return d

@@ -125,8 +125,45 @@ func groupCPUTime(root string, pgid int) time.Duration {
 	return time.Duration(ticks) * time.Second / clockTick
 }
 
+// supervisedCPU splits the CPU time of a process that supervises workers
+// (sluice serve), each worker leading a process group of its own (the
+// worker, or sluice's guard with the worker in its group), as /proc under
+// root reports it: own is the supervisor's utime and stime; workers is
+// every live process's in the groups its children lead, plus the
+// supervisor's cutime and cstime, where the workers it replaced and
+// reaped went.
+func supervisedCPU(root string, pid int) (own, workers time.Duration) {
+	paths, _ := filepath.Glob(filepath.Join(root, "[0-9]*", "stat"))
+	var stats []procStat
+	leaders := map[int]bool{}
+	for _, path := range paths {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue // the process exited meanwhile
+		}
+		st, ok := parseStat(b)
+		if !ok {
+			continue
+		}
+		stats = append(stats, st)
+		if st.pid == pid {
+			own = time.Duration(st.utime+st.stime) * time.Second / clockTick
+			workers += time.Duration(st.cutime+st.cstime) * time.Second / clockTick
+		}
+		if st.ppid == pid {
+			leaders[st.pid] = true
+		}
+	}
+	for _, st := range stats {
+		if leaders[st.pgrp] {
+			workers += time.Duration(st.utime+st.stime+st.cutime+st.cstime) * time.Second / clockTick
+		}
+	}
+	return own, workers
+}
+
 type procStat struct {
-	pgrp                         int
+	pid, ppid, pgrp              int
 	utime, stime, cutime, cstime int64
 }
 
@@ -138,6 +175,7 @@ func parseStat(b []byte) (procStat, bool) {
 	if i < 0 {
 		return procStat{}, false
 	}
+	pid, _, _ := strings.Cut(string(b[:i]), " (")
 	f := strings.Fields(string(b[i+1:]))
 	// f[0] is field 3 (state); pgrp is field 5, utime..cstime 14..17.
 	if len(f) < 15 {
@@ -153,7 +191,8 @@ func parseStat(b []byte) (procStat, bool) {
 		v, err = strconv.ParseInt(f[k-3], 10, 64)
 		return v
 	}
-	st.pgrp = int(num(5))
+	st.pid, err = strconv.Atoi(strings.TrimSpace(pid))
+	st.ppid, st.pgrp = int(num(4)), int(num(5))
 	st.utime, st.stime, st.cutime, st.cstime = num(14), num(15), num(16), num(17)
 	return st, err == nil
 }

@@ -20,12 +20,12 @@ func TestParseStat(t *testing.T) {
 		{
 			"plain",
 			"1234 (nginx) S 1 1234 1234 0 -1 4194560 100 0 0 0 25 7 3 1 20 0 1 0 100 0 0",
-			procStat{pgrp: 1234, utime: 25, stime: 7, cutime: 3, cstime: 1}, true,
+			procStat{pid: 1234, ppid: 1, pgrp: 1234, utime: 25, stime: 7, cutime: 3, cstime: 1}, true,
 		},
 		{
 			"a command name with spaces and parentheses",
 			"99 (a (b) c) R 1 42 42 0 -1 0 0 0 0 0 10 20 30 40 20 0 1 0 100 0 0",
-			procStat{pgrp: 42, utime: 10, stime: 20, cutime: 30, cstime: 40}, true,
+			procStat{pid: 99, ppid: 1, pgrp: 42, utime: 10, stime: 20, cutime: 30, cstime: 40}, true,
 		},
 		{"truncated", "99 (x) R 1 42", procStat{}, false},
 		{"no name", "garbage", procStat{}, false},
@@ -58,6 +58,31 @@ func TestGroupCPUTimeSumsOnlyTheGroup(t *testing.T) {
 	// (100+50+10) + (30+20) ticks of 10 ms.
 	if got, want := groupCPUTime(root, 10), 2100*time.Millisecond; got != want {
 		t.Errorf("got %v, want %v", got, want)
+	}
+}
+
+func TestSupervisedCPUSplitsTheSupervisorAndItsWorkers(t *testing.T) {
+	root := t.TempDir()
+	stats := map[string]string{
+		"10": "10 (sluice) S 1 10 10 0 -1 0 0 0 0 0 100 50 7 3 20 0 1 0 1 0 0",  // reaped workers: 7+3
+		"11": "11 (sluice) S 10 11 11 0 -1 0 0 0 0 0 1 1 0 0 20 0 1 0 1 0 0",    // a guard, leading its worker's group
+		"12": "12 (node) S 11 11 11 0 -1 0 0 0 0 0 30 20 5 5 20 0 1 0 1 0 0",    // its worker
+		"13": "13 (node) S 10 13 13 0 -1 0 0 0 0 0 40 10 0 0 20 0 1 0 1 0 0",    // a worker without a guard
+		"14": "14 (other) S 1 14 14 0 -1 0 0 0 0 0 999 999 0 0 20 0 1 0 1 0 0",  // not ours
+		"15": "15 (other) S 13 15 15 0 -1 0 0 0 0 0 999 999 0 0 20 0 1 0 1 0 0", // left the worker's group
+	}
+	for pid, line := range stats {
+		if err := os.MkdirAll(filepath.Join(root, pid), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, pid, "stat"), []byte(line), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	own, workers := supervisedCPU(root, 10)
+	// own: 100+50 ticks of 10 ms; workers: (7+3) + (1+1) + (30+20+5+5) + (40+10).
+	if own != 1500*time.Millisecond || workers != 1220*time.Millisecond {
+		t.Errorf("got own %v, workers %v; want 1.5s and 1.22s", own, workers)
 	}
 }
 

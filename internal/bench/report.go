@@ -51,6 +51,16 @@ func Rewrite(dir string) error {
 		if err != nil {
 			return err
 		}
+		if name == ScenarioHypernova {
+			var f hypernovaFile
+			if err := json.Unmarshal(b, &f); err != nil {
+				return fmt.Errorf("bench: %s.json: %w", name, err)
+			}
+			if err := (&Suite{o: Options{OutDir: dir}}).writeHypernovaTable(f.Info, f.Runs); err != nil {
+				return err
+			}
+			continue
+		}
 		if IsNodeScenario(name) {
 			var f nodeFile
 			if err := json.Unmarshal(b, &f); err != nil {

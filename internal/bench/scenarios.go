@@ -26,10 +26,11 @@ const (
 
 // Scenarios lists every scenario: the Go demo workers', then the Node.js
 // workers' (node-react, node-async and the two on workers that report no
-// saturation; see NodeWorkloads), then hop-cpu.
+// saturation; see NodeWorkloads), then hop-cpu and hypernova (the real
+// Hypernova, bench/hypernova.go).
 func Scenarios() []string {
 	return []string{ScenarioGoodput, ScenarioDrop, ScenarioRetry, ScenarioTenants, ScenarioHetero, ScenarioHop,
-		ScenarioNodeReact, ScenarioNodeAsync, ScenarioNodeReactQuiet, ScenarioNodeAsyncQuiet, ScenarioHopCPU}
+		ScenarioNodeReact, ScenarioNodeAsync, ScenarioNodeReactQuiet, ScenarioNodeAsyncQuiet, ScenarioHopCPU, ScenarioHypernova}
 }
 
 // Multiples are the offered loads of scenario goodput, in capacities.
@@ -46,6 +47,9 @@ func (s *Suite) Run(ctx context.Context, scenario string) error {
 	}
 	if scenario == ScenarioHopCPU {
 		return s.hopCPU(ctx)
+	}
+	if scenario == ScenarioHypernova {
+		return s.hypernova(ctx)
 	}
 	if s.workers == nil && slices.Contains(Scenarios(), scenario) {
 		return fmt.Errorf("bench: scenario %s needs the demo workers, left out (Options.NoDemo)", scenario)

@@ -8,6 +8,7 @@
 //	go run ./internal/bench/cmd/eval -scenarios goodput,hop     # some
 //	go run ./internal/bench/cmd/eval -scenarios node-react,node-async -phase 5s   # the Node.js workers, ~15 min
 //	go run ./internal/bench/cmd/eval -scenarios hop-cpu                # the front's CPU per request beside nginx -> HAProxy, ~12 min
+//	go run ./internal/bench/cmd/eval -scenarios hypernova -phase 5s    # the real Hypernova: its coordinator, nginx -> HAProxy, sluice
 //
 // It also serves as three of the setups, started by the suite itself:
 //
@@ -97,6 +98,8 @@ func newSuiteFlagSet(stderr io.Writer) (*flag.FlagSet, *evalFlags) {
 	fs.StringVar(&o.NodeWorker, "node-worker", bench.DefaultNodeWorker, "the Node.js scenarios' worker script (its npm ci done)")
 	fs.IntVar(&o.NodeReactItems, "node-react-items", bench.NodeReactItems, "listing cards of "+bench.ScenarioNodeReact+"'s page; 200 or -1: the example's whole page")
 	fs.StringVar(&f.nodeSetups, "node-setups", strings.Join(bench.NodeSetupFamilies(), ","), "comma-separated setup families of the Node.js scenarios")
+	fs.StringVar(&o.HypernovaWorker, "hypernova-worker", bench.DefaultHypernovaWorker, "scenario "+bench.ScenarioHypernova+"'s worker script (its npm ci done)")
+	fs.IntVar(&o.HypernovaItems, "hypernova-items", bench.HypernovaItems, "listing cards of "+bench.ScenarioHypernova+"'s page (about 3.4 KB each, up to 200)")
 	fs.Float64Var(&o.HopRate, "hop-rate", bench.HopCPURate, "scenario "+bench.ScenarioHopCPU+": the fixed offered rate, requests per second")
 	fs.StringVar(&o.HopBaseline, "hop-baseline", "", "scenarios "+bench.ScenarioHopCPU+" and node-*: a second sluice binary measured beside -sluice (setup "+bench.HopBaseline+"), for a before/after in one run")
 	fs.StringVar(&f.layout, "layout", defaultLayout(), "where the workers run: "+bench.LayoutPinned+" (CPUs of their own, the upper half; the harness and the fronts on the rest; the default with 2 or more CPUs) or "+bench.LayoutShared+" (every process on every CPU, as in a pod)")
@@ -186,7 +189,7 @@ func (f *evalFlags) parseLists() error {
 		if !slices.Contains(bench.Scenarios(), sc) {
 			return fmt.Errorf("-scenarios: unknown scenario %q (want some of %s)", sc, strings.Join(bench.Scenarios(), ","))
 		}
-		f.o.NoDemo = f.o.NoDemo && (bench.IsNodeScenario(sc) || sc == bench.ScenarioHopCPU)
+		f.o.NoDemo = f.o.NoDemo && (bench.IsNodeScenario(sc) || sc == bench.ScenarioHopCPU || sc == bench.ScenarioHypernova)
 	}
 	if f.setups != "" {
 		f.o.Setups = strings.Split(f.setups, ",")
