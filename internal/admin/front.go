@@ -104,6 +104,7 @@ func NewFrontCollector(namespace string, src FrontSources) prometheus.Collector 
 	counter("body_timeout_total", "408 answers: the request body came too slowly.", func(s *proxy.Stats) uint64 { return s.BodyTimeout })
 	counter("body_no_memory_total", "503 answers because buffered bodies were at their memory budget.", func(s *proxy.Stats) uint64 { return s.BodyNoMemory })
 	counter("streamed_for_memory_total", "Responses streamed rather than buffered because of the memory budget.", func(s *proxy.Stats) uint64 { return s.StreamedForMemory })
+	counter("unsolicited_total", "Worker connections closed because the worker sent bytes outside any response.", func(s *proxy.Stats) uint64 { return s.Unsolicited })
 	counter("upgrades_total", "Upgraded connections (WebSocket) relayed.", func(s *proxy.Stats) uint64 { return s.UpgradesTotal })
 	counter("upgrades_refused_total", "Upgrade requests answered 503 at proxy.maxUpgrades.", func(s *proxy.Stats) uint64 { return s.UpgradesRefused })
 	counter("slot_waits_total", "Admitted requests that found no idle worker slot and waited for one.", func(s *proxy.Stats) uint64 { return s.SlotWaits })

@@ -47,6 +47,7 @@ var MetricNames = []string{
 	"sluice_proxy_body_timeout_total",
 	"sluice_proxy_body_no_memory_total",
 	"sluice_proxy_streamed_for_memory_total",
+	"sluice_proxy_unsolicited_total",
 	"sluice_proxy_slot_waits_total",
 	"sluice_proxy_upgrades_total",
 	"sluice_proxy_upgrades_refused_total",

@@ -126,10 +126,9 @@ func TestClosedIdleConnectionNotReused(t *testing.T) {
 	}
 	cl.mu.Lock()
 	idle := cl.idle[0]
-	idle.idleAt = idle.idleAt.Add(-trustIdle) // idle long enough to be looked at
 	cl.mu.Unlock()
 	// The worker's FIN reaches this end asynchronously: wait for it, bounded.
-	for deadline := time.Now().Add(5 * time.Second); idle.open(); {
+	for deadline := time.Now().Add(5 * time.Second); idle.look() == idleQuiet; {
 		if time.Now().After(deadline) {
 			t.Fatal("the closed connection still looks open after 5 s")
 		}

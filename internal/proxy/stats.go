@@ -47,6 +47,12 @@ type Stats struct {
 	// StreamedForMemory counts responses relayed as a stream, rather than
 	// buffered, because buffered bodies were at MaxBufferedBytes.
 	StreamedForMemory uint64 `json:"streamedForMemory"`
+	// Unsolicited counts connections to workers closed because the worker
+	// sent bytes outside any response: past the end of one (a
+	// Content-Length too short), or while the connection was idle. Such
+	// bytes would become the next request's response; a worker that sent
+	// them has none of its connections reused from then on.
+	Unsolicited uint64 `json:"unsolicited"`
 	// BufferedBytes is the memory held now by buffered bodies, requests and
 	// responses; BufferedPeak the most ever held; BufferBudget the bound
 	// (MaxBufferedBytes).
@@ -108,6 +114,7 @@ func (p *Proxy) Stats() Stats {
 		BufferedPeak:      p.mem.peak.Load(),
 		BufferBudget:      p.mem.max,
 		StreamedForMemory: p.streamedForMem.Load(),
+		Unsolicited:       p.unsolicited.Load(),
 		SlotWaits:         p.pool.slotWaits.Load(),
 	}
 	p.up.mu.Lock()
