@@ -145,3 +145,36 @@ func TestClosedIdleConnectionNotReused(t *testing.T) {
 		t.Errorf("the worker saw %v, want GET then POST", got)
 	}
 }
+
+// BenchmarkIdleLook is the cost look adds to each reuse of a kept-alive
+// connection: one peek that never waits, on a loopback socket with
+// nothing to read.
+//
+//	go test ./internal/proxy -run '^$' -bench BenchmarkIdleLook -count 6
+func BenchmarkIdleLook(b *testing.B) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, _ := ln.Accept()
+		accepted <- c
+	}()
+	nc, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer nc.Close()
+	if c := <-accepted; c != nil {
+		defer c.Close()
+	}
+	wc := newWorkerConn(nc)
+	b.ReportAllocs()
+	for b.Loop() {
+		if wc.look() != idleQuiet {
+			b.Fatal("the idle connection does not look quiet")
+		}
+	}
+}
