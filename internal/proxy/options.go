@@ -137,6 +137,28 @@ type Options struct {
 	// DefaultMaxUpgrades; negative is invalid.
 	MaxUpgrades int
 
+	// StreamIdleTimeout bounds the silence of a worker's streamed response
+	// (see streams.go): past it the worker's connection is closed and the
+	// client's cut. It replaces HangGrace's rule once the response is a
+	// stream. Zero means DefaultStreamIdleTimeout; negative means none.
+	StreamIdleTimeout time.Duration
+	// StreamTimeout bounds a streamed response's whole life, from its
+	// header, likewise. Zero means DefaultStreamTimeout; negative means
+	// none.
+	StreamTimeout time.Duration
+	// SelectStreamBounds, when set, gives r's own stream bounds (its
+	// route's); a zero field keeps StreamIdleTimeout's or StreamTimeout's.
+	SelectStreamBounds func(r *http.Request) StreamBounds
+	// StreamHold is how long a streamed response other than an event
+	// stream may hold its render slot before it counts as one of the
+	// streams instead (an event stream never holds one). Zero means
+	// DefaultStreamHold; negative means it holds its slot to the end.
+	StreamHold time.Duration
+	// MaxStreams bounds the streams that hold no render slot; past it an
+	// event stream is answered 503 and another stream keeps its slot. Zero
+	// means DefaultMaxStreams; negative is invalid.
+	MaxStreams int
+
 	// DialTimeout bounds connecting to a worker. Zero means
 	// DefaultDialTimeout.
 	DialTimeout time.Duration
@@ -213,6 +235,9 @@ func (o Options) Validate() error {
 	if o.MaxUpgrades < 0 {
 		bad("MaxUpgrades %d is negative (0 means the default)", o.MaxUpgrades)
 	}
+	if o.MaxStreams < 0 {
+		bad("MaxStreams %d is negative (0 means the default)", o.MaxStreams)
+	}
 	if o.MaxIdleConnsPerWorker < 0 {
 		bad("MaxIdleConnsPerWorker %d is negative (0 means the worker's concurrency)", o.MaxIdleConnsPerWorker)
 	}
@@ -264,6 +289,21 @@ func (o Options) withDefaults() Options {
 	}
 	if o.DialTimeout == 0 {
 		o.DialTimeout = DefaultDialTimeout
+	}
+	if o.StreamIdleTimeout == 0 {
+		o.StreamIdleTimeout = DefaultStreamIdleTimeout
+	}
+	if o.StreamTimeout == 0 {
+		o.StreamTimeout = DefaultStreamTimeout
+	}
+	if o.StreamHold == 0 {
+		o.StreamHold = DefaultStreamHold
+	}
+	if o.StreamHold < 0 {
+		o.StreamHold = 1<<63 - 1
+	}
+	if o.MaxStreams == 0 {
+		o.MaxStreams = DefaultMaxStreams
 	}
 	if o.IdleConnTimeout == 0 {
 		o.IdleConnTimeout = DefaultIdleConnTimeout

@@ -54,7 +54,8 @@ type Proxy struct {
 	// is logged once a second, not per response.
 	unsolicitedLog atomic.Int64
 
-	up upgrades // upgraded connections (upgrade.go)
+	up      upgrades // upgraded connections (upgrade.go)
+	streams streams  // streams that hold no render slot (streams.go)
 
 	// mem bounds the memory of buffered bodies, requests and responses.
 	mem budget
@@ -379,6 +380,7 @@ func (p *Proxy) dispatch(r *http.Request, ep *endpoint, hdr http.Header, b *body
 	x := &exchange{
 		p:         p,
 		ep:        ep,
+		in:        r,
 		permit:    permit,
 		start:     time.Now(),
 		hangAfter: hangAfter,

@@ -71,6 +71,18 @@ type Stats struct {
 	UpgradesTotal   uint64 `json:"upgradesTotal"`
 	UpgradesRefused uint64 `json:"upgradesRefused"`
 	MaxUpgrades     int    `json:"maxUpgrades"`
+	// Streams is the number of streamed responses relayed now that hold
+	// no render slot (event streams, and streams past StreamHold);
+	// StreamsTotal counts those ever relayed so, StreamsRefused the event
+	// streams answered 503 at MaxStreams, and MaxStreams is that bound.
+	// StreamsCut counts streamed responses whose worker connection sluice
+	// closed before their end: the client left, or the stream passed its
+	// idle or total bound.
+	Streams        int64  `json:"streams"`
+	StreamsTotal   uint64 `json:"streamsTotal"`
+	StreamsRefused uint64 `json:"streamsRefused"`
+	StreamsCut     uint64 `json:"streamsCut"`
+	MaxStreams     int    `json:"maxStreams"`
 }
 
 // EndpointStats describes one worker.
@@ -121,6 +133,9 @@ func (p *Proxy) Stats() Stats {
 	st.Upgrades, st.UpgradesTotal, st.UpgradesRefused = len(p.up.open), p.up.total, p.up.refused
 	p.up.mu.Unlock()
 	st.MaxUpgrades = p.o.MaxUpgrades
+	st.Streams, st.StreamsTotal = p.streams.open.Load(), p.streams.total.Load()
+	st.StreamsRefused, st.StreamsCut = p.streams.refused.Load(), p.streams.cut.Load()
+	st.MaxStreams = p.o.MaxStreams
 	p.pool.mu.Lock()
 	st.Slots = p.pool.slots
 	st.Outstanding = p.pool.retired
