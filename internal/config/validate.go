@@ -386,6 +386,7 @@ func (v *validator) proxy(c *Config) {
 	p := c.Proxy.PingPath
 	v.urlPath("proxy.pingPath", p, true)
 	v.atLeast("proxy.maxUpgrades", c.Proxy.MaxUpgrades, 1)
+	v.atLeast("proxy.maxStreams", c.Proxy.MaxStreams, 1)
 	if p != "" && (p == c.Server.HealthPath || p == c.Server.ReadyPath) {
 		v.errorf("proxy.pingPath", "%q is also server.healthPath or server.readyPath", p)
 	}
