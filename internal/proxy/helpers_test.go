@@ -40,6 +40,8 @@ import (
 //	           every D (none more when D is absent), until the client's
 //	           connection closes, which it counts (closed); with
 //	           plain=1 the same as text/plain without a length (chunked)
+//	/headers-then-wait an event stream's header, flushed; an event once
+//	           gate "first" opens; then nothing
 //	/big?n=N   answers N bytes, with Content-Length
 //	/chunked?n=N answers N bytes without Content-Length
 //	/hop       answers with hop-by-hop headers
@@ -166,6 +168,14 @@ func (w *render) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		panic(http.ErrAbortHandler)
 	case strings.HasPrefix(path, "/sse/"):
 		w.pause(rw, "Content-Type", "text/event-stream", "data: 1\n\n", strings.TrimPrefix(path, "/sse/"), "data: 2\n\n")
+		return
+	case path == "/headers-then-wait":
+		rw.Header().Set("Content-Type", "text/event-stream")
+		rw.(http.Flusher).Flush()
+		<-w.gate("first")
+		io.WriteString(rw, "data: 1\n\n")
+		rw.(http.Flusher).Flush()
+		<-r.Context().Done()
 		return
 	case path == "/events":
 		ct := "text/event-stream"

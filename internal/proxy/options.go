@@ -72,8 +72,9 @@ type Options struct {
 	// HangGrace is how long past the request's budget a worker may stay
 	// silent (no headers, or no body bytes for that long) before it is
 	// considered hung: its connection is closed, the slot freed, and the
-	// event logged and counted. Zero means DefaultHangGrace; negative means
-	// never (a hung worker keeps its slot until it is removed).
+	// event logged and counted. A streamed response's silence is bounded
+	// by StreamIdleTimeout instead. Zero means DefaultHangGrace; negative
+	// means never (a hung worker keeps its slot until it is removed).
 	HangGrace time.Duration
 
 	// MaxBodyBytes bounds a request body; a larger one is answered 413

@@ -101,11 +101,15 @@ func (p *Proxy) streamBounds(r *http.Request) (idle, total time.Duration) {
 func (x *exchange) boundStreamLocked() {
 	idle, total := x.p.streamBounds(x.in)
 	x.streamIdle = -1
-	if idle > 0 {
+	switch {
+	case idle > 0 && x.hung == nil:
 		x.streamIdle = idle
-		if x.hung == nil {
-			x.hung = time.AfterFunc(idle, x.silent)
-		}
+		x.hung = time.AfterFunc(idle, x.silent)
+	case idle > 0:
+		x.streamIdle = idle
+		x.hung.Reset(idle) // from the header on, not the budget's rule
+	case x.hung != nil:
+		x.hung.Stop()
 	}
 	if total > 0 {
 		x.streamEnd = time.AfterFunc(total, func() { x.call.abort(errStreamTimeout) })

@@ -196,3 +196,29 @@ func TestStreamBounds(t *testing.T) {
 		})
 	}
 }
+
+// A stream's idle bound runs from its header: a first event later than
+// the budget's hang rule allows does not make it a hung worker.
+func TestStreamFirstEventAfterHangRule(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newRig(t, proxy.Options{Timeout: time.Second, HangGrace: time.Second, StreamIdleTimeout: 10 * time.Second},
+			admission.Options{})
+		w, _ := g.worker(1)
+		w.fail = "/headers-then-wait"
+		c := g.get("/x")
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		if c.finished() {
+			t.Fatal("the stream was cut before its idle bound")
+		}
+		w.open("first")
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if _, body := c.w.snapshot(); body != "data: 1\n\n" {
+			t.Errorf("got %q, want the first event", body)
+		}
+		if st := g.p.Stats(); st.Hung != 0 || st.StreamsCut != 0 {
+			t.Errorf("got %d hung, %d cut; want 0, 0", st.Hung, st.StreamsCut)
+		}
+	})
+}
