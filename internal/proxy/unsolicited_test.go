@@ -34,7 +34,8 @@ const poison = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 8
 // "hello", waits until the test opens gate, then writes poison in a later
 // write, as a Node.js handler with a wrong Content-Length does; it then
 // waits until the bytes have left for the peer (flushed) and reports it on
-// stray. Any other path is answered "you asked for <path>".
+// stray. /overlong writes "hello" and poison in one write, past the same
+// declared length. Any other path is answered "you asked for <path>".
 type strayWorker struct {
 	ln    net.Listener
 	gate  chan struct{} // one receive per /mismatch
@@ -77,6 +78,10 @@ func (w *strayWorker) serve(t *testing.T, c net.Conn) {
 		}
 		io.Copy(io.Discard, r.Body)
 		w.reqs <- r.URL.Path
+		if r.URL.Path == "/overlong" {
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello"+poison)
+			continue
+		}
 		if r.URL.Path == "/mismatch" {
 			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello")
 			if _, ok := <-w.gate; !ok {
@@ -227,6 +232,26 @@ func TestWorkerThatBrokeFramingGetsNoReuse(t *testing.T) {
 		t.Errorf("/next: got %q, want %q", body, "you asked for /next")
 	}
 	<-w.stray
+}
+
+// Bytes read past a response's end, in the same read as its last ones,
+// are caught as they are read: counted, the connection closed, and the
+// worker's connections no longer reused.
+func TestBytesPastResponseEndCounted(t *testing.T) {
+	w := newStrayWorker(t)
+	p := strayProxy(t, w)
+	if code, body := serveGet(p, "/overlong"); code != 200 || body != "hello" {
+		t.Fatalf("/overlong: got %d %q, want 200 hello", code, body)
+	}
+	if got := p.Stats().Unsolicited; got != 1 {
+		t.Errorf("Stats.Unsolicited = %d, want 1", got)
+	}
+	for i := range 5 {
+		path := "/after/" + strconv.Itoa(i)
+		if code, body := serveGet(p, path); code != 200 || body != "you asked for "+path {
+			t.Errorf("%s: got %d %q", path, code, body)
+		}
+	}
 }
 
 func drain(c chan string) {
