@@ -67,6 +67,11 @@ type workerConn struct {
 	found idleState             // peek's finding
 }
 
+// idle408 begins the 408 a server may send on a kept-alive connection it
+// closes while idle (RFC 9110 15.5.9): a close, not bytes out of place, as
+// the Transport takes it too.
+const idle408 = "HTTP/1.1 408"
+
 // idleState is what a look at an idle connection found.
 type idleState uint8
 
@@ -465,11 +470,13 @@ func newWorkerConn(nc net.Conn) *workerConn {
 		if raw, err := sc.SyscallConn(); err == nil {
 			wc.raw = raw
 			wc.peek = func(fd uintptr) bool {
-				var b [1]byte
+				var b [len(idle408)]byte
 				n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
 				switch {
 				case err == syscall.EAGAIN || err == syscall.EWOULDBLOCK:
 					wc.found = idleQuiet
+				case err == nil && n == len(b) && string(b[:]) == idle408:
+					wc.found = idleClosed // a server's notice that it closes an idle connection
 				case err == nil && n > 0:
 					wc.found = idleUnsolicited
 				default:
