@@ -30,7 +30,8 @@ var (
 // An exchange is one request sent to one worker. Its goroutine (run) owns
 // the worker side: it sends the request, reads the response into memory
 // ahead of the client, and frees the slot when the worker has finished,
-// whoever is still listening. The handler owns the client side: it waits
+// whoever is still listening (a stream nobody listens to is cut instead:
+// streams.go). The handler owns the client side: it waits
 // for the first batch (await), then relays (Proxy.relay). They meet under mu.
 //
 // The admission permit goes with the outcome: an exchange that fails before
@@ -77,16 +78,16 @@ type exchange struct {
 	// the streams instead (streams.go). (Beside state and timedOut, in
 	// what would be padding: the exchange stays in its size class.)
 	settled, detached bool
-	resp     *http.Response
-	stream   bool // relay as it comes rather than after the whole body
-	sse      bool // text/event-stream: headers go out at once
-	chunks   []chunk
-	pending  int      // bytes in chunks
-	done     bool     // the worker has finished or failed
-	err      error    // why it failed; nil when done after EOF
-	failed   bool     // err came before the handler took the response
-	infos    []info   // 1xx responses for the handler to write (passthrough.go)
-	trailers []string // the trailers resp announced, read before its body
+	resp              *http.Response
+	stream            bool // relay as it comes rather than after the whole body
+	sse               bool // text/event-stream: headers go out at once
+	chunks            []chunk
+	pending           int      // bytes in chunks
+	done              bool     // the worker has finished or failed
+	err               error    // why it failed; nil when done after EOF
+	failed            bool     // err came before the handler took the response
+	infos             []info   // 1xx responses for the handler to write (passthrough.go)
+	trailers          []string // the trailers resp announced, read before its body
 }
 
 type xstate uint8
@@ -655,7 +656,7 @@ func (p *Proxy) relay(w http.ResponseWriter, r *http.Request, x *exchange) {
 		n, done, err, werr := x.sendChunks(w)
 		switch {
 		case werr != nil:
-			return // the client left; run finishes the worker's response
+			return // the client left: abandoned (a stream's worker connection closed)
 		case done && (err == errStreamIdle || err == errStreamTimeout):
 			// Cut at its bound: the client's connection is cut too, so
 			// that the stream does not pass for a complete one.
