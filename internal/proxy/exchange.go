@@ -73,21 +73,22 @@ type exchange struct {
 	mu       sync.Mutex
 	state    xstate
 	timedOut bool // the client was answered 504
-	// settled: finish has begun to give back the slot; detached: the
-	// stream gave back its slot and permit early, and counts as one of
-	// the streams instead (streams.go). (Beside state and timedOut, in
-	// what would be padding: the exchange stays in its size class.)
-	settled, detached bool
-	resp              *http.Response
-	stream            bool // relay as it comes rather than after the whole body
-	sse               bool // text/event-stream: headers go out at once
-	chunks            []chunk
-	pending           int      // bytes in chunks
-	done              bool     // the worker has finished or failed
-	err               error    // why it failed; nil when done after EOF
-	failed            bool     // err came before the handler took the response
-	infos             []info   // 1xx responses for the handler to write (passthrough.go)
-	trailers          []string // the trailers resp announced, read before its body
+	// settled: finish has begun to give back the slot. detached: the
+	// stream gave back its slot and permit early and counts as one of the
+	// streams instead (streams.go). Both sit beside state and timedOut in
+	// what was padding: the exchange stays in its size class.
+	settled  bool
+	detached bool
+	resp     *http.Response
+	stream   bool // relay as it comes rather than after the whole body
+	sse      bool // text/event-stream: headers go out at once
+	chunks   []chunk
+	pending  int      // bytes in chunks
+	done     bool     // the worker has finished or failed
+	err      error    // why it failed; nil when done after EOF
+	failed   bool     // err came before the handler took the response
+	infos    []info   // 1xx responses for the handler to write (passthrough.go)
+	trailers []string // the trailers resp announced, read before its body
 }
 
 type xstate uint8
