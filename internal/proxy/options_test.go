@@ -26,6 +26,7 @@ func TestOptionsValidate(t *testing.T) {
 		Fallbacks:             []proxy.Fallback{{PathPrefix: "x", Status: 99, Props: "cookie:p"}},
 		MaxBufferedBytes:      -1,
 		MaxUpgrades:           -1,
+		MaxStreams:            -1,
 		MaxIdleConnsPerWorker: -1,
 		WorkerLimit:           proxy.WorkerLimit{MaxSaturation: math.NaN(), Window: -1},
 		DialTimeout:           -time.Second,
@@ -33,7 +34,7 @@ func TestOptionsValidate(t *testing.T) {
 		SlowStart:             -time.Second,
 	}
 	fields := []string{"Controller", "PingPath", "Fallbacks[0].PathPrefix", "Fallbacks[0].Status", "Fallbacks[0].Props",
-		"MaxBufferedBytes", "MaxUpgrades", "MaxIdleConnsPerWorker", "WorkerLimit.MaxSaturation", "WorkerLimit.Window",
+		"MaxBufferedBytes", "MaxUpgrades", "MaxStreams", "MaxIdleConnsPerWorker", "WorkerLimit.MaxSaturation", "WorkerLimit.Window",
 		"DialTimeout", "IdleConnTimeout", "SlowStart"}
 	err = bad.Validate()
 	var joined interface{ Unwrap() []error }
