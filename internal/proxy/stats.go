@@ -104,6 +104,9 @@ type EndpointStats struct {
 	Failures    uint64    `json:"failures"`
 	Draining    bool      `json:"draining"`
 	Added       time.Time `json:"added"`
+	// FramingBroken: the worker sent bytes outside a response (see
+	// Stats.Unsolicited); none of its connections is reused.
+	FramingBroken bool `json:"framingBroken"`
 }
 
 // Stats returns a snapshot of the endpoints and counters.
@@ -157,6 +160,8 @@ func (p *Proxy) Stats() Stats {
 			Added:       e.added,
 			Served:      e.served.Load(),
 			Failures:    e.failures.Load(),
+
+			FramingBroken: e.client.broken.Load(),
 		})
 		if e.wl != nil {
 			st.Endpoints[len(st.Endpoints)-1].BadReports = e.wl.badReport

@@ -184,8 +184,8 @@ func TestStrayBytesReachNoOtherClient(t *testing.T) {
 		wg.Go(func() { check("/par/" + strconv.Itoa(i)) })
 	}
 	wg.Wait()
-	if got := p.Stats().Unsolicited; got != 1 {
-		t.Errorf("Stats.Unsolicited = %d, want 1", got)
+	if st := p.Stats(); st.Unsolicited != 1 || !st.Endpoints[0].FramingBroken {
+		t.Errorf("Stats: Unsolicited = %d, FramingBroken = %v; want 1, true", st.Unsolicited, st.Endpoints[0].FramingBroken)
 	}
 }
 
