@@ -24,7 +24,7 @@ type frontCollector struct {
 	src FrontSources
 
 	proxyCounters []proxyCounter
-	slots, slotsInUse, buffered, bufferedPeak, bufferBudget, upgrades,
+	slots, slotsInUse, buffered, bufferedPeak, bufferBudget, upgrades, streams,
 	workerLimit, workerMax, workerInflight, workerSaturation, workers,
 	restarts, exits, requestExits, crashLooping, crashLoopUntil, poolReady, upstreamUp,
 	poisonQuarantined, poisonQuarantines, poisonSheds *prometheus.Desc
@@ -76,6 +76,7 @@ func NewFrontCollector(namespace string, src FrontSources) prometheus.Collector 
 		slots:             desc("proxy", "slots", "Worker slots routable: the sum of the workers' limits."),
 		slotsInUse:        desc("proxy", "slots_in_use", "Worker slots taken."),
 		upgrades:          desc("proxy", "upgrades_open", "Upgraded connections (WebSocket) relayed now; they take no worker slot."),
+		streams:           desc("proxy", "streams_open", "Streamed responses relayed now that hold no worker slot (event streams, streams past proxy.streamHold)."),
 		buffered:          desc("proxy", "buffered_bytes", "Memory held by buffered request and response bodies."),
 		bufferedPeak:      desc("proxy", "buffered_peak_bytes", "Most memory ever held by buffered bodies."),
 		bufferBudget:      desc("proxy", "buffer_budget_bytes", "Bound on the memory held by buffered bodies."),
@@ -112,8 +113,12 @@ func NewFrontCollector(namespace string, src FrontSources) prometheus.Collector 
 	counter("body_timeout_total", "408 answers: the request body came too slowly.", func(s *proxy.Stats) uint64 { return s.BodyTimeout })
 	counter("body_no_memory_total", "503 answers because buffered bodies were at their memory budget.", func(s *proxy.Stats) uint64 { return s.BodyNoMemory })
 	counter("streamed_for_memory_total", "Responses streamed rather than buffered because of the memory budget.", func(s *proxy.Stats) uint64 { return s.StreamedForMemory })
+	counter("unsolicited_total", "Worker connections closed because the worker sent bytes outside any response.", func(s *proxy.Stats) uint64 { return s.Unsolicited })
 	counter("upgrades_total", "Upgraded connections (WebSocket) relayed.", func(s *proxy.Stats) uint64 { return s.UpgradesTotal })
 	counter("upgrades_refused_total", "Upgrade requests answered 503 at proxy.maxUpgrades.", func(s *proxy.Stats) uint64 { return s.UpgradesRefused })
+	counter("streams_total", "Streamed responses that gave back their worker slot to count as streams.", func(s *proxy.Stats) uint64 { return s.StreamsTotal })
+	counter("streams_refused_total", "Event streams answered 503 at proxy.maxStreams.", func(s *proxy.Stats) uint64 { return s.StreamsRefused })
+	counter("streams_cut_total", "Streamed responses whose worker connection sluice closed: the client left, or an idle or total bound passed.", func(s *proxy.Stats) uint64 { return s.StreamsCut })
 	counter("slot_waits_total", "Admitted requests that found no idle worker slot and waited for one.", func(s *proxy.Stats) uint64 { return s.SlotWaits })
 	return c
 }
@@ -122,7 +127,7 @@ func (c *frontCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, pc := range c.proxyCounters {
 		ch <- pc.desc
 	}
-	for _, d := range []*prometheus.Desc{c.slots, c.slotsInUse, c.upgrades, c.buffered, c.bufferedPeak, c.bufferBudget,
+	for _, d := range []*prometheus.Desc{c.slots, c.slotsInUse, c.upgrades, c.streams, c.buffered, c.bufferedPeak, c.bufferBudget,
 		c.workerLimit, c.workerMax, c.workerInflight, c.workerSaturation, c.workers,
 		c.restarts, c.exits, c.requestExits, c.crashLooping, c.crashLoopUntil, c.poolReady, c.upstreamUp,
 		c.poisonQuarantined, c.poisonQuarantines, c.poisonSheds} {
@@ -148,6 +153,7 @@ func (c *frontCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.slots, float64(ps.Slots))
 		gauge(c.slotsInUse, float64(ps.Outstanding))
 		gauge(c.upgrades, float64(ps.Upgrades))
+		gauge(c.streams, float64(ps.Streams))
 		gauge(c.buffered, float64(ps.BufferedBytes))
 		gauge(c.bufferedPeak, float64(ps.BufferedPeak))
 		gauge(c.bufferBudget, float64(ps.BufferBudget))

@@ -51,6 +51,10 @@ func (l *live) classify(r *http.Request) admission.Request { return l.cls.Load()
 // with them on reload.
 func (l *live) fallback(r *http.Request) *proxy.Fallback { return l.fbs.Load().choose(r) }
 
+// streamBounds is the proxy's SelectStreamBounds: the routes' stream
+// bounds, swapped with them on reload.
+func (l *live) streamBounds(r *http.Request) proxy.StreamBounds { return l.fbs.Load().streamBounds(r) }
+
 func (l *live) trust(r *http.Request) proxy.Trust {
 	c := l.cls.Load()
 	return proxy.Trust{Peer: c.Trusted(r), Proxy: c.TrustedProxy(r)}
@@ -81,6 +85,7 @@ func (l *live) proxyOptions(o *proxy.Options) {
 	o.Classify = l.classify
 	o.Trust = l.trust
 	o.SelectFallback = l.fallback
+	o.SelectStreamBounds = l.streamBounds
 }
 
 // front wraps inner, the proxy or the library handler, in what cfg asks for

@@ -74,6 +74,10 @@ func proxyOptions(cfg *config.Config, ctrl *admission.Controller, cls *admission
 		BufferResponseBytes: p.BufferResponseBytes,
 		MaxUpgrades:         p.MaxUpgrades,
 		Lookahead:           p.Lookahead,
+		StreamIdleTimeout:   orNone(p.StreamIdleTimeout),
+		StreamTimeout:       orNone(p.StreamTimeout),
+		StreamHold:          orNone(p.StreamHold),
+		MaxStreams:          p.MaxStreams,
 		SlowStart:           slowStart(cfg),
 		Logger:              log,
 	}
@@ -112,14 +116,17 @@ type routeFallbacks struct {
 	cls       *admission.Classifier // the rules the indexes refer to
 	fallbacks []*proxy.Fallback     // nil: the route has none
 	methods   []string              // each route's match.method
+	streams   []proxy.StreamBounds  // each route's stream bounds; zero: the proxy's
 }
 
 // newRouteFallbacks reads cfg's routes' fallbacks (a file's body now),
 // against cls, the classifier built from the same routes.
 func newRouteFallbacks(cfg *config.Config, cls *admission.Classifier, base string) (*routeFallbacks, error) {
-	rf := &routeFallbacks{cls: cls, fallbacks: make([]*proxy.Fallback, len(cfg.Routes)), methods: make([]string, len(cfg.Routes))}
+	rf := &routeFallbacks{cls: cls, fallbacks: make([]*proxy.Fallback, len(cfg.Routes)), methods: make([]string, len(cfg.Routes)),
+		streams: make([]proxy.StreamBounds, len(cfg.Routes))}
 	for i, r := range cfg.Routes {
 		rf.methods[i] = r.Match.Method
+		rf.streams[i] = proxy.StreamBounds{Idle: r.StreamIdleTimeout, Total: r.StreamTimeout}
 		if r.Fallback == nil {
 			continue
 		}
@@ -155,6 +162,15 @@ func (rf *routeFallbacks) choose(r *http.Request) *proxy.Fallback {
 		}
 	}
 	return rf.fallbacks[i]
+}
+
+// streamBounds returns the stream bounds of the first route r matches;
+// zero fields (no route, or none set) keep the proxy's.
+func (rf *routeFallbacks) streamBounds(r *http.Request) proxy.StreamBounds {
+	if i := rf.cls.Match(r); i >= 0 && i < len(rf.streams) {
+		return rf.streams[i]
+	}
+	return proxy.StreamBounds{}
 }
 
 // supervisorOptions builds the worker supervisor's options.

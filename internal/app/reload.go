@@ -72,6 +72,8 @@ var liveKeys = []string{
 	"routes[].cost",
 	"routes[].timeout",
 	"routes[].fallback",
+	"routes[].streamIdleTimeout",
+	"routes[].streamTimeout",
 	"tenants.key",
 	"tenants.weights",
 	"server.trustedPeers",

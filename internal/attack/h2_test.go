@@ -2,6 +2,7 @@ package attack
 
 import (
 	"bytes"
+	"context"
 	"net"
 	"net/http"
 	"sync"
@@ -170,10 +171,10 @@ admin: {listen: {{admin}}, pprof: true}
 
 // A client that opens no flow-control window (SETTINGS_INITIAL_WINDOW_SIZE
 // 0) for a large response is a slow reader too: its stream is reset after
-// server.sendTimeout, and the worker's slot is freed when the worker is
-// done.
+// server.sendTimeout, and the worker's connection closed then, its slot
+// freed.
 func TestHTTP2ZeroWindowIsCut(t *testing.T) {
-	const size = 8 << 20
+	const size = 64 << 20 // more than the kernel's buffers hold
 	finished := make(chan error, 1)
 	s := Start(t, slowReaderConfig(Upstream(t, bigUpstream(size, finished), 1)))
 	h := dialH2(t, s.Addr, http2.Setting{ID: http2.SettingInitialWindowSize, Val: 0})
@@ -182,8 +183,8 @@ func TestHTTP2ZeroWindowIsCut(t *testing.T) {
 	}
 	select {
 	case err := <-finished:
-		if err != nil {
-			t.Errorf("the worker's response was not taken to its end: %v", err)
+		if err == nil {
+			t.Errorf("the worker's whole response was taken for a client with no window, want its connection closed")
 		}
 	case <-time.After(bound):
 		t.Fatalf("the worker is still held by a client with no window, %v later", bound)
@@ -194,5 +195,42 @@ func TestHTTP2ZeroWindowIsCut(t *testing.T) {
 	s.WaitStats(t, "the slot to be freed", func(st Stats) bool { return st.Proxy.Outstanding == 0 })
 	h.c.Close()
 	<-h.done
+	s.Stop(t)
+}
+
+// Streams with no flow-control window hold no render slot past
+// proxy.streamHold: with as many of them as the worker has slots, another
+// client's request is answered while they are still stalled (the attack
+// trial's eight zero-window streams held all eight slots until
+// sendTimeout).
+func TestHTTP2ZeroWindowStreamsHoldNoSlot(t *testing.T) {
+	const size, streams = 64 << 20, 4
+	finished := make(chan error, streams)
+	s := Start(t, `server: {listen: {{listen}}, drainDelay: 0s, sendTimeout: 60s, h2c: true}
+admin: {listen: {{admin}}}
+proxy: {bufferResponseBytes: 64KiB, streamHold: 1s}
+`+Upstream(t, bigUpstream(size, finished), streams))
+	h := dialH2(t, s.Addr, http2.Setting{ID: http2.SettingInitialWindowSize, Val: 0})
+	for i := range streams {
+		if err := h.request(uint32(2*i+1), "/big"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.waitFor("the streams' headers", func(responses int, _ map[http2.ErrCode]int, _ bool) bool { return responses == streams })
+	st := s.WaitStats(t, "the stalled streams to leave their slots", func(st Stats) bool { return st.Proxy.Outstanding == 0 })
+	if n, _ := st.Raw["proxy"].(map[string]any)["streams"].(float64); n != streams {
+		t.Errorf("streams holding no slot: got %v, want %d", n, streams)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	if code, _ := testutil.Get(ctx, "http://"+s.Addr+"/small"); code != http.StatusOK {
+		t.Errorf("another client beside %d stalled streams: got %d, want 200", streams, code)
+	}
+	h.c.Close()
+	<-h.done
+	for range streams {
+		<-finished // the worker's writes fail once sluice closes its connections
+	}
+	s.WaitStats(t, "the streams to end", func(st Stats) bool { n, _ := st.Raw["proxy"].(map[string]any)["streams"].(float64); return n == 0 })
 	s.Stop(t)
 }

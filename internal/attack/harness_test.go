@@ -150,6 +150,7 @@ type Stats struct {
 		BodyTooLarge      uint64 `json:"bodyTooLarge"`
 		BodyNoMemory      uint64 `json:"bodyNoMemory"`
 		StreamedForMemory uint64 `json:"streamedForMemory"`
+		Unsolicited       uint64 `json:"unsolicited"`
 		BufferedBytes     int64  `json:"bufferedBytes"`
 		BufferedPeak      int64  `json:"bufferedPeak"`
 		BufferBudget      int64  `json:"bufferBudget"`

@@ -437,6 +437,19 @@ type Proxy struct {
 	// does not idle for a round trip through the front between two.
 	// 0 = only to workers below their limit. 0..8.
 	Lookahead int `yaml:"lookahead"`
+	// StreamIdleTimeout bounds the silence of a streamed response (an
+	// event stream, a chunked or a longer one); past it both connections
+	// are closed. 0 = none.
+	StreamIdleTimeout time.Duration `yaml:"streamIdleTimeout"`
+	// StreamTimeout bounds a streamed response's whole life. 0 = none.
+	StreamTimeout time.Duration `yaml:"streamTimeout"`
+	// StreamHold is how long a streamed response other than an event
+	// stream holds its render slot before it counts against MaxStreams
+	// instead. 0 = to its end.
+	StreamHold time.Duration `yaml:"streamHold"`
+	// MaxStreams bounds the streams that hold no render slot; past it an
+	// event stream gets 503. >= 1.
+	MaxStreams int `yaml:"maxStreams"`
 }
 
 // MaxLookahead bounds proxy.lookahead: the proxy's own bound
@@ -489,6 +502,10 @@ type Route struct {
 	Cost int `yaml:"cost"`
 	// Timeout replaces Proxy.Timeout for these requests; 0 = Proxy.Timeout.
 	Timeout time.Duration `yaml:"timeout"`
+	// StreamIdleTimeout and StreamTimeout replace the Proxy's for these
+	// requests' streamed responses; 0 = the Proxy's.
+	StreamIdleTimeout time.Duration `yaml:"streamIdleTimeout"`
+	StreamTimeout     time.Duration `yaml:"streamTimeout"`
 	// Fallback, when set, is served instead of a shed, no-worker, timeout
 	// or bad-gateway error (and, opt-in, a worker's 5xx).
 	Fallback *Fallback `yaml:"fallback"`
@@ -566,6 +583,10 @@ func Default() *Config {
 			RetryIdempotent:     true,
 			MaxUpgrades:         1024,
 			Lookahead:           1,
+			StreamIdleTimeout:   60 * time.Second,
+			StreamTimeout:       time.Hour,
+			StreamHold:          5 * time.Second,
+			MaxStreams:          1024,
 		},
 		Overload: Overload{
 			PriorityMinShare: 0.05,

@@ -79,7 +79,7 @@ func (v *validator) effects(c *Config) {
 			v.warnf(c, bp+"saturationMax", "has no effect %s at a fixed concurrency: it is the saturation each worker's adaptive limit keeps under with concurrency: auto", mode)
 		}
 	} else {
-		for _, k := range []string{"timeout", "maxBodyBytes", "maxBufferedBytes", "bufferResponseBytes", "retryIdempotent", "maxUpgrades", "lookahead", "maxHeaderFields", "underscoresInHeaders"} {
+		for _, k := range []string{"timeout", "maxBodyBytes", "maxBufferedBytes", "bufferResponseBytes", "retryIdempotent", "maxUpgrades", "lookahead", "maxHeaderFields", "underscoresInHeaders", "streamIdleTimeout", "streamTimeout", "streamHold", "maxStreams"} {
 			v.warnf(c, "proxy."+k, "has no effect without workers or upstreams: nothing is proxied (sluice serves its embedded app in-process)")
 		}
 		for i := range c.Routes {

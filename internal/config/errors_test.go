@@ -154,6 +154,8 @@ func TestErrors(t *testing.T) {
 		{"fallback props", "routes:\n  - fallback: {props: \"cookie:p\"}\n", 2, "routes[0].fallback.props", `"cookie:p" is not "query:NAME" or "header:NAME"`},
 		{"max upgrades", "proxy: {maxUpgrades: 0}\n", 1, "proxy.maxUpgrades", "at least 1"},
 		{"max header fields", "proxy: {maxHeaderFields: 0}\n", 1, "proxy.maxHeaderFields", "at least 1"},
+		{"max streams", "proxy: {maxStreams: 0}\n", 1, "proxy.maxStreams", "at least 1"},
+		{"negative stream idle timeout", "routes: [{streamIdleTimeout: -1s}]\n", 1, "routes[0].streamIdleTimeout", "negative"},
 
 		// The file as a whole.
 		{"duplicate key", "server:\n  listen: \":1\"\n  listen: \":2\"\n", 3, "server.listen", "duplicate key (first at line 2)"},

@@ -410,6 +410,7 @@ func (v *validator) proxy(c *Config) {
 		v.errorf("proxy.lookahead", "%d must be in 0..%d (0: only to workers below their limit)", n, MaxLookahead)
 	}
 	v.atLeast("proxy.maxHeaderFields", c.Proxy.MaxHeaderFields, 1)
+	v.atLeast("proxy.maxStreams", c.Proxy.MaxStreams, 1)
 	if p != "" && (p == c.Server.HealthPath || p == c.Server.ReadyPath) {
 		v.errorf("proxy.pingPath", "%q is also server.healthPath or server.readyPath", p)
 	}

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -38,6 +39,13 @@ type workerClient struct {
 	dialTimeout   time.Duration
 	maxIdle       int
 	idleTimeout   time.Duration
+	// unsolicited, when set, is told each time the worker is found to
+	// have sent bytes outside any response.
+	unsolicited func()
+
+	// broken is set once the worker sent bytes outside a response: its
+	// framing cannot be trusted, and none of its connections is reused.
+	broken atomic.Bool
 
 	mu    sync.Mutex
 	idle  []*workerConn // the most recently used last
@@ -55,9 +63,23 @@ type workerConn struct {
 	idleAt time.Time
 
 	raw   syscall.RawConn       // nil when nc is not a socket
-	peek  func(fd uintptr) bool // open's look at raw
-	alive bool                  // peek's finding
+	peek  func(fd uintptr) bool // look's look at raw
+	found idleState             // peek's finding
 }
+
+// idle408 begins the 408 a server may send on a kept-alive connection it
+// closes while idle (RFC 9110 15.5.9): a close, not bytes out of place, as
+// the Transport takes it too.
+const idle408 = "HTTP/1.1 408"
+
+// idleState is what a look at an idle connection found.
+type idleState uint8
+
+const (
+	idleQuiet       idleState = iota // nothing to read: it may carry a request
+	idleClosed                       // end of file or an error: the worker closed it
+	idleUnsolicited                  // bytes the worker sent outside any response
+)
 
 const (
 	// maxResponseHeader bounds the header of a worker's response, as the
@@ -72,12 +94,6 @@ const (
 	// (or stream its answer) before it has read the whole body, and
 	// neither side must wait for the other's buffers to drain.
 	syncWriteMax = 4 << 10
-	// trustIdle is how long a connection may have been idle and still be
-	// reused without a look (open) first. A worker closes idle connections
-	// after seconds (Node.js: 5 s), and one that died fails its requests
-	// either way; under load connections are idle for microseconds, and
-	// the look would be a system call per request.
-	trustIdle = 250 * time.Millisecond
 )
 
 var (
@@ -379,9 +395,12 @@ func (cl *workerClient) get(c *call, fresh bool) (wc *workerConn, reused bool, e
 		if wc = cl.popIdle(now); wc == nil {
 			break
 		}
-		if now.Sub(wc.idleAt) < trustIdle || wc.open() {
+		switch wc.look() {
+		case idleQuiet:
 			wc.take()
 			return wc, true, nil
+		case idleUnsolicited:
+			cl.violated()
 		}
 		wc.c.Close()
 	}
@@ -420,29 +439,49 @@ func (wc *workerConn) idleReady() bool {
 	return clean
 }
 
-// open reports whether a kept-alive connection is still open: a peek that
-// finds neither end of file nor an unsolicited byte. The Transport learnt
-// this from a read it kept pending on every idle connection; one peek
-// before reuse costs less. Connections that are not sockets (tests'
-// in-memory pipes) are taken as open.
-func (wc *workerConn) open() bool {
+// look tells whether a kept-alive connection may carry another request:
+// a peek that never waits, just before the request is written, finds
+// nothing to read (idleQuiet), or the end of file (idleClosed), or bytes
+// (idleUnsolicited). Bytes on an idle connection are no answer to any
+// request: they are what is left of an earlier response whose worker
+// wrote past its framing (a Content-Length too short, then a later
+// write), and the next request's response would begin with them. So every
+// reuse is looked at, however short the idle time: a worker's stray write
+// may come at any time after the response's end. (The Transport learnt
+// the same from a read it kept pending on every idle connection; nginx's
+// and HAProxy's idle server connections close on any read event. One
+// peek before reuse costs a system call and no goroutine.) Connections
+// that are not sockets (tests' in-memory pipes) are taken as quiet.
+func (wc *workerConn) look() idleState {
 	if wc.raw == nil {
-		return true
+		return idleQuiet
 	}
-	return wc.raw.Read(wc.peek) == nil && wc.alive
+	if wc.raw.Read(wc.peek) != nil {
+		return idleClosed
+	}
+	return wc.found
 }
 
 // newWorkerConn wraps a new connection; peek is made once, here, so that
-// open allocates nothing.
+// look allocates nothing.
 func newWorkerConn(nc net.Conn) *workerConn {
 	wc := &workerConn{c: &countingConn{Conn: nc}}
 	if sc, ok := nc.(syscall.Conn); ok {
 		if raw, err := sc.SyscallConn(); err == nil {
 			wc.raw = raw
 			wc.peek = func(fd uintptr) bool {
-				var b [1]byte
-				_, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-				wc.alive = err == syscall.EAGAIN || err == syscall.EWOULDBLOCK
+				var b [len(idle408)]byte
+				n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+				switch {
+				case err == syscall.EAGAIN || err == syscall.EWOULDBLOCK:
+					wc.found = idleQuiet
+				case err == nil && n == len(b) && string(b[:]) == idle408:
+					wc.found = idleClosed // a server's notice that it closes an idle connection
+				case err == nil && n > 0:
+					wc.found = idleUnsolicited
+				default:
+					wc.found = idleClosed
+				}
 				return true // never wait: an idle connection has nothing to read
 			}
 		}
@@ -476,12 +515,18 @@ func (cl *workerClient) popIdle(now time.Time) *workerConn {
 }
 
 // release ends c's use of wc: back to the idle connections when keep is
-// set and c was not aborted, else closed.
+// set and c was not aborted, else closed. A response that ended with
+// bytes already read past its end breaks the framing (see look): the
+// connection is closed, and the worker's are no longer reused.
 func (cl *workerClient) release(c *call, wc *workerConn, keep bool) {
 	if !c.done() {
 		keep = false
 	}
-	if wc.br != nil && !wc.idleReady() {
+	if wc.br != nil && !wc.idleReady() && keep {
+		cl.violated()
+		keep = false
+	}
+	if keep && cl.broken.Load() {
 		keep = false
 	}
 	if !keep {
@@ -506,6 +551,21 @@ func (cl *workerClient) release(c *call, wc *workerConn, keep bool) {
 		}
 	}
 	cl.mu.Unlock()
+}
+
+// violated records that the worker sent bytes outside a response. From
+// then on none of its connections is kept alive: each request has a
+// connection of its own, which no stray byte of another response can
+// reach. A worker that wrote past its framing once cannot be trusted with
+// the next response either, and the look before reuse cannot see a stray
+// write that comes after the next request is written. The idle
+// connections are closed at once.
+func (cl *workerClient) violated() {
+	cl.broken.Store(true)
+	cl.closeIdle()
+	if cl.unsolicited != nil {
+		cl.unsolicited()
+	}
 }
 
 // closeStale closes the connections idle past idleTimeout, and sets the

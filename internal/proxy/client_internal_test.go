@@ -126,10 +126,9 @@ func TestClosedIdleConnectionNotReused(t *testing.T) {
 	}
 	cl.mu.Lock()
 	idle := cl.idle[0]
-	idle.idleAt = idle.idleAt.Add(-trustIdle) // idle long enough to be looked at
 	cl.mu.Unlock()
 	// The worker's FIN reaches this end asynchronously: wait for it, bounded.
-	for deadline := time.Now().Add(5 * time.Second); idle.open(); {
+	for deadline := time.Now().Add(5 * time.Second); idle.look() == idleQuiet; {
 		if time.Now().After(deadline) {
 			t.Fatal("the closed connection still looks open after 5 s")
 		}
@@ -144,5 +143,103 @@ func TestClosedIdleConnectionNotReused(t *testing.T) {
 	}
 	if got := []string{<-methods, <-methods}; got[1] != http.MethodPost {
 		t.Errorf("the worker saw %v, want GET then POST", got)
+	}
+}
+
+// BenchmarkIdleLook is the cost look adds to each reuse of a kept-alive
+// connection: one peek that never waits, on a loopback socket with
+// nothing to read.
+//
+//	go test ./internal/proxy -run '^$' -bench BenchmarkIdleLook -count 6
+func BenchmarkIdleLook(b *testing.B) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, _ := ln.Accept()
+		accepted <- c
+	}()
+	nc, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer nc.Close()
+	if c := <-accepted; c != nil {
+		defer c.Close()
+	}
+	wc := newWorkerConn(nc)
+	b.ReportAllocs()
+	for b.Loop() {
+		if wc.look() != idleQuiet {
+			b.Fatal("the idle connection does not look quiet")
+		}
+	}
+}
+
+// A look at an idle connection tells a close (end of file, or a server's
+// 408 on an idle connection, RFC 9110 15.5.9) from bytes out of place.
+func TestIdleLook(t *testing.T) {
+	tests := []struct {
+		name  string
+		send  string // what the worker sends on the idle connection
+		close bool   // then closes it
+		want  idleState
+	}{
+		{"quiet", "", false, idleQuiet},
+		{"closed", "", true, idleClosed},
+		{"a 408 before the close", "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n", false, idleClosed},
+		{"a stray response", "HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\nPOISON!!", false, idleUnsolicited},
+		{"one stray byte", "x", false, idleUnsolicited},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			sent := make(chan error, 1)
+			end := make(chan struct{})
+			defer close(end)
+			go func() {
+				c, err := ln.Accept()
+				if err != nil {
+					sent <- err
+					return
+				}
+				if tt.send != "" {
+					_, err = io.WriteString(c, tt.send)
+				}
+				if tt.close || err != nil {
+					c.Close()
+				}
+				sent <- err
+				if !tt.close {
+					<-end // c stays open until the look is done
+					c.Close()
+				}
+			}()
+			nc, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer nc.Close()
+			if err := <-sent; err != nil {
+				t.Fatal(err)
+			}
+			wc := newWorkerConn(nc)
+			// The bytes reach this end asynchronously: look until they
+			// have, bounded.
+			got := wc.look()
+			for deadline := time.Now().Add(5 * time.Second); got == idleQuiet && tt.want != idleQuiet && time.Now().Before(deadline); got = wc.look() {
+				time.Sleep(time.Millisecond)
+			}
+			if got != tt.want {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

@@ -28,12 +28,14 @@
 //     speed. Streams are relayed as they come, with a flush after each read.
 //     Response buffers count against MaxBufferedBytes too; a response that
 //     would not fit is relayed as a stream. A client that takes nothing is
-//     cut by the server's send timeout: the rest is read and discarded.
+//     cut by the server's send timeout: the rest of a buffered response is
+//     read and discarded, a stream's worker connection closed (streams.go).
 //
 // # Slots
 //
 // A slot is taken from dispatch until the worker has finished its response,
-// even when the client hung up or was answered 504 at Timeout: a render
+// even when the client hung up or was answered 504 at Timeout (a stream,
+// which may never finish, is bounded apart: see streams.go): a render
 // cannot be cancelled, and giving its slot away early sends the next request
 // into a busy worker (HAProxy's maxconn 1 with abortonclose does exactly
 // that; its workers' accept queues filled with renders for nobody). Only a

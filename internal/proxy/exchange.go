@@ -17,12 +17,21 @@ import (
 	"github.com/sluicehq/sluice/limit"
 )
 
-var errHung = errors.New("proxy: worker hung")
+var (
+	errHung = errors.New("proxy: worker hung")
+	// The reasons sluice closes a streamed response's worker connection
+	// itself (see streams.go).
+	errClientGone     = errors.New("proxy: the client left a streamed response")
+	errStreamIdle     = errors.New("proxy: streamed response silent past its idle bound")
+	errStreamTimeout  = errors.New("proxy: streamed response past its total bound")
+	errTooManyStreams = errors.New("proxy: too many streams")
+)
 
 // An exchange is one request sent to one worker. Its goroutine (run) owns
 // the worker side: it sends the request, reads the response into memory
 // ahead of the client, and frees the slot when the worker has finished,
-// whoever is still listening. The handler owns the client side: it waits
+// whoever is still listening (a stream nobody listens to is cut instead:
+// streams.go). The handler owns the client side: it waits
 // for the first batch (await), then relays (Proxy.relay). They meet under mu.
 //
 // The admission permit goes with the outcome: an exchange that fails before
@@ -32,6 +41,7 @@ var errHung = errors.New("proxy: worker hung")
 type exchange struct {
 	p         *Proxy
 	ep        *endpoint
+	in        *http.Request // the client's request
 	req       *http.Request // outgoing: &out
 	out       http.Request
 	url       url.URL // out's
@@ -51,7 +61,12 @@ type exchange struct {
 	reported, satOK bool
 	sat             float64
 
-	hung *time.Timer // aborts the call after hangAfter of silence; nil: never
+	hung *time.Timer // aborts the call after hangAfter (or streamIdle) of silence; nil: never
+	// streamIdle replaces hangAfter once the response is a stream (<= 0:
+	// no bound); written by takeResponse under mu, before the body is read.
+	streamIdle time.Duration
+	// streamEnd aborts a stream at its total bound; nil: none.
+	streamEnd *time.Timer
 	// inlineW is the client's writer while the response's header is read
 	// on the handler's goroutine (runInline), for 1xx responses.
 	inlineW http.ResponseWriter
@@ -59,6 +74,12 @@ type exchange struct {
 	mu       sync.Mutex
 	state    xstate
 	timedOut bool // the client was answered 504
+	// settled: finish has begun to give back the slot. detached: the
+	// stream gave back its slot and permit early and counts as one of the
+	// streams instead (streams.go). Both sit beside state and timedOut in
+	// what was padding: the exchange stays in its size class.
+	settled  bool
+	detached bool
 	resp     *http.Response
 	stream   bool // relay as it comes rather than after the whole body
 	sse      bool // text/event-stream: headers go out at once
@@ -152,7 +173,42 @@ func (x *exchange) handOff(t task) {
 // aborted.
 func (x *exchange) armHung() {
 	if x.hangAfter > 0 {
-		x.hung = time.AfterFunc(x.hangAfter, func() { x.call.abort(errHung) })
+		x.hung = time.AfterFunc(x.hangAfter, x.silent)
+	}
+}
+
+// silent aborts the call, whose worker has said nothing for too long: a
+// hung worker, or a stream past its idle bound.
+func (x *exchange) silent() {
+	x.mu.Lock()
+	stream := x.streamIdle > 0
+	x.mu.Unlock()
+	if stream {
+		x.call.abort(errStreamIdle)
+	} else {
+		x.call.abort(errHung)
+	}
+}
+
+// silence is how long the worker may stay silent now: hangAfter, or the
+// stream's idle bound; <= 0 means no bound. Only the goroutine reading
+// the response calls it.
+func (x *exchange) silence() time.Duration {
+	if x.streamIdle != 0 {
+		return x.streamIdle
+	}
+	return x.hangAfter
+}
+
+// rearm restarts the silence timer after the worker said something.
+func (x *exchange) rearm(hung *time.Timer) {
+	if hung == nil {
+		return
+	}
+	if d := x.silence(); d > 0 {
+		hung.Reset(d)
+	} else {
+		hung.Stop()
 	}
 }
 
@@ -218,9 +274,7 @@ func (x *exchange) readBody(resp *http.Response, inline bool, wait time.Time) (h
 		} else {
 			n, rerr = resp.Body.Read(*rb)
 		}
-		if hung != nil {
-			hung.Reset(x.hangAfter)
-		}
+		x.rearm(hung)
 		x.mu.Lock()
 		if n > 0 && x.state != abandoned {
 			rb = x.appendLocked(rb, n)
@@ -275,6 +329,9 @@ func (x *exchange) takeResponse(resp *http.Response) {
 	x.trailers = trailerNames(resp.Trailer) // the body's reads add to the map
 	x.sse = isEventStream(resp.Header.Get("Content-Type"))
 	x.stream = x.sse || resp.ContentLength < 0 || resp.ContentLength > int64(x.limit)
+	if x.stream {
+		x.boundStreamLocked()
+	}
 	wake := x.readyLocked()
 	x.mu.Unlock()
 	if wake {
@@ -332,9 +389,7 @@ func (x *exchange) waitSpace(hung *time.Timer) {
 		hung.Stop()
 	}
 	<-x.space
-	if hung != nil {
-		hung.Reset(x.hangAfter)
-	}
+	x.rearm(hung)
 }
 
 // finish frees the slot, then settles the permit and the counters. err is
@@ -344,13 +399,17 @@ func (x *exchange) finish(resp *http.Response, err error, hung *time.Timer) {
 	if hung != nil {
 		hung.Stop()
 	}
+	if x.streamEnd != nil {
+		x.streamEnd.Stop()
+	}
 	if resp != nil {
 		resp.Body.Close()
 	}
 	x.body.release() // the transport is done with it
-	wasHung := x.call.aborted() == errHung
-	if wasHung {
-		err = errHung
+	aerr := x.call.aborted()
+	wasHung := aerr == errHung
+	if wasHung || (err != nil && aerr != nil) {
+		err = aerr // why the connection was closed, not what the read saw
 	}
 	now := time.Now()
 	p, e := x.p, x.ep
@@ -360,10 +419,14 @@ func (x *exchange) finish(resp *http.Response, err error, hung *time.Timer) {
 	// retry, or give the permit to the next request.
 	x.mu.Lock()
 	late := x.timedOut
+	detached := x.detached
+	x.settled = true
 	x.mu.Unlock()
 	rtt := now.Sub(x.start)
-	p.pool.complete(e, completion{done: err == nil, rtt: rtt, dropped: late,
-		reported: x.reported, sat: x.sat, satOK: x.satOK})
+	if !detached {
+		p.pool.complete(e, completion{done: err == nil, rtt: rtt, dropped: late,
+			reported: x.reported, sat: x.sat, satOK: x.satOK})
+	}
 
 	x.mu.Lock()
 	x.done, x.err = true, err
@@ -382,6 +445,8 @@ func (x *exchange) finish(resp *http.Response, err error, hung *time.Timer) {
 		p.wasted.Add(1)
 	}
 	switch {
+	case detached:
+		p.streams.open.Add(-1) // its slot and permit went back when it detached
 	case failed:
 		// The handler decides: retry with the permit, or give it back.
 	case err != nil && !timedOut:
@@ -396,12 +461,16 @@ func (x *exchange) finish(resp *http.Response, err error, hung *time.Timer) {
 // worker was hung, reports it.
 func (x *exchange) account(resp *http.Response, err error, wasHung bool) {
 	p, e := x.p, x.ep
-	if err != nil {
+	switch {
+	case err == errClientGone || err == errStreamIdle || err == errStreamTimeout:
+		p.streams.cut.Add(1) // sluice closed it: no failure of the worker's
+	case err == errTooManyStreams:
+	case err != nil:
 		e.failures.Add(1)
 		if isDialError(err) {
 			p.dialFailures.Add(1)
 		}
-	} else {
+	default:
 		e.served.Add(1)
 	}
 	if !wasHung {
@@ -436,8 +505,14 @@ func (x *exchange) readyLocked() bool {
 }
 
 // abandonLocked leaves the response to run, which reads it to the end and
-// discards it. REQUIRES x.mu held.
+// discards it; or, for a stream, which may never end, closes the worker's
+// connection at once, so that the worker learns its client left and the
+// slot is freed (a buffered response is a render that may be finishing:
+// it keeps its slot until it has). REQUIRES x.mu held.
 func (x *exchange) abandonLocked() {
+	if x.stream && !x.done {
+		x.call.abort(errClientGone)
+	}
 	x.state = abandoned
 	for _, c := range x.chunks {
 		x.p.dropBuf(c.buf)
@@ -563,6 +638,14 @@ func (p *Proxy) relay(w http.ResponseWriter, r *http.Request, x *exchange) {
 	if complete {
 		trailers = trailerNames(resp.Trailer) // all of them, announced or not
 	}
+	ok, stopHold := x.holdStream()
+	if stopHold != nil {
+		defer stopHold()
+	}
+	if !ok {
+		p.refuseStream(w, x)
+		return
+	}
 	copyResponseHeader(w.Header(), resp.Header)
 	if len(trailers) > 0 {
 		w.Header()["Trailer"] = trailers
@@ -576,7 +659,13 @@ func (p *Proxy) relay(w http.ResponseWriter, r *http.Request, x *exchange) {
 		n, done, err, werr := x.sendChunks(w)
 		switch {
 		case werr != nil:
-			return // the client left; run finishes the worker's response
+			return // the client left: abandoned (a stream's worker connection closed)
+		case done && (err == errStreamIdle || err == errStreamTimeout):
+			// Cut at its bound: the client's connection is cut too, so
+			// that the stream does not pass for a complete one.
+			p.log.Info("proxy: stream cut at its bound", slog.Int("worker", x.ep.ID),
+				slog.String("path", r.URL.Path), slog.Any("error", err))
+			panic(http.ErrAbortHandler)
 		case done && err != nil:
 			// The worker failed mid-response: cut the client's connection
 			// rather than let a truncated body pass for a complete one.

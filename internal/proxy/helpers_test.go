@@ -37,6 +37,12 @@ import (
 //	/streamcut/K sends headers and 10 bytes without a length, waits for
 //	           gate K, then closes
 //	/sse/K     sends an event, waits for gate K, sends another
+//	/events?every=D an endless event stream: an event at once, then one
+//	           every D (none more when D is absent), until the client's
+//	           connection closes, which it counts (closed); with
+//	           plain=1 the same as text/plain without a length (chunked)
+//	/headers-then-wait an event stream's header, flushed; an event once
+//	           gate "first" opens; then nothing
 //	/big?n=N   answers N bytes, with Content-Length
 //	/chunked?n=N answers N bytes without Content-Length
 //	/hop       answers with hop-by-hop headers
@@ -50,6 +56,7 @@ type render struct {
 	peak     atomic.Int64
 	served   atomic.Int64
 	conns    atomic.Int64 // connections accepted (rig workers)
+	closed   atomic.Int64 // endless streams that saw their connection close
 
 	mu      sync.Mutex
 	gates   map[string]chan struct{}
@@ -164,6 +171,36 @@ func (w *render) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	case strings.HasPrefix(path, "/sse/"):
 		w.pause(rw, "Content-Type", "text/event-stream", "data: 1\n\n", strings.TrimPrefix(path, "/sse/"), "data: 2\n\n")
 		return
+	case path == "/headers-then-wait":
+		rw.Header().Set("Content-Type", "text/event-stream")
+		rw.(http.Flusher).Flush()
+		<-w.gate("first")
+		io.WriteString(rw, "data: 1\n\n")
+		rw.(http.Flusher).Flush()
+		<-r.Context().Done()
+		return
+	case path == "/events":
+		ct := "text/event-stream"
+		if q.Get("plain") != "" {
+			ct = "text/plain"
+		}
+		rw.Header().Set("Content-Type", ct)
+		var tick <-chan time.Time
+		if d, _ := time.ParseDuration(q.Get("every")); d > 0 {
+			t := time.NewTicker(d)
+			defer t.Stop()
+			tick = t.C
+		}
+		for n := 1; ; n++ {
+			fmt.Fprintf(rw, "data: %d\n\n", n)
+			rw.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+				w.closed.Add(1)
+				return
+			case <-tick:
+			}
+		}
 	case path == "/big" || path == "/chunked":
 		n, _ := strconv.Atoi(q.Get("n"))
 		if path == "/big" {

@@ -67,29 +67,3 @@ func TestHungWorkerReportedAndNotReused(t *testing.T) {
 		}
 	})
 }
-
-// A worker silent in the middle of a streamed body (an event stream
-// between events) has that connection closed, but is not reported nor
-// taken out of rotation: a quiet stream is not a stuck worker.
-func TestQuietStreamIsNotAHungWorker(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		reported := 0
-		g := newRig(t, proxy.Options{Timeout: time.Second, HangGrace: 2 * time.Second, OnHung: func(int) { reported++ }},
-			admission.Options{})
-		g.worker(1)
-		c := g.get("/sse/later")
-		synctest.Wait()
-		time.Sleep(4 * time.Second) // well past the grace, headers long sent
-		synctest.Wait()
-		c.result()
-		if reported != 0 {
-			t.Errorf("OnHung called %d times for a quiet stream, want 0", reported)
-		}
-		if st := g.p.Stats(); st.Hung != 1 {
-			t.Errorf("got %d hung, want 1 (its connection closed)", st.Hung)
-		}
-		if !g.p.Ready() {
-			t.Error("Ready: got false, want the worker still in rotation")
-		}
-	})
-}

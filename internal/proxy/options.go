@@ -96,8 +96,9 @@ type Options struct {
 	// HangGrace is how long past the request's budget a worker may stay
 	// silent (no headers, or no body bytes for that long) before it is
 	// considered hung: its connection is closed, the slot freed, and the
-	// event logged and counted. Zero means DefaultHangGrace; negative means
-	// never (a hung worker keeps its slot until it is removed).
+	// event logged and counted. A streamed response's silence is bounded
+	// by StreamIdleTimeout instead. Zero means DefaultHangGrace; negative
+	// means never (a hung worker keeps its slot until it is removed).
 	HangGrace time.Duration
 
 	// MaxBodyBytes bounds a request body; a larger one is answered 413
@@ -184,6 +185,27 @@ type Options struct {
 	// first. Zero means DefaultLookahead; negative means none: a request
 	// goes only to a worker below its limit.
 	Lookahead int
+	// StreamIdleTimeout bounds the silence of a worker's streamed response
+	// (see streams.go): past it the worker's connection is closed and the
+	// client's cut. It replaces HangGrace's rule once the response is a
+	// stream. Zero means DefaultStreamIdleTimeout; negative means none.
+	StreamIdleTimeout time.Duration
+	// StreamTimeout bounds a streamed response's whole life, from its
+	// header, likewise. Zero means DefaultStreamTimeout; negative means
+	// none.
+	StreamTimeout time.Duration
+	// SelectStreamBounds, when set, gives r's own stream bounds (its
+	// route's); a zero field keeps StreamIdleTimeout's or StreamTimeout's.
+	SelectStreamBounds func(r *http.Request) StreamBounds
+	// StreamHold is how long a streamed response other than an event
+	// stream may hold its render slot before it counts as one of the
+	// streams instead (an event stream never holds one). Zero means
+	// DefaultStreamHold; negative means it holds its slot to the end.
+	StreamHold time.Duration
+	// MaxStreams bounds the streams that hold no render slot; past it an
+	// event stream is answered 503 and another stream keeps its slot. Zero
+	// means DefaultMaxStreams; negative is invalid.
+	MaxStreams int
 
 	// DialTimeout bounds connecting to a worker. Zero means
 	// DefaultDialTimeout.
@@ -264,6 +286,9 @@ func (o Options) Validate() error {
 	if o.Lookahead > MaxLookahead {
 		bad("Lookahead %d is above %d: requests waiting inside a worker cannot go to another that frees first", o.Lookahead, MaxLookahead)
 	}
+	if o.MaxStreams < 0 {
+		bad("MaxStreams %d is negative (0 means the default)", o.MaxStreams)
+	}
 	if o.MaxIdleConnsPerWorker < 0 {
 		bad("MaxIdleConnsPerWorker %d is negative (0 means the worker's concurrency)", o.MaxIdleConnsPerWorker)
 	}
@@ -324,6 +349,21 @@ func (o Options) withDefaults() Options {
 	}
 	if o.DialTimeout == 0 {
 		o.DialTimeout = DefaultDialTimeout
+	}
+	if o.StreamIdleTimeout == 0 {
+		o.StreamIdleTimeout = DefaultStreamIdleTimeout
+	}
+	if o.StreamTimeout == 0 {
+		o.StreamTimeout = DefaultStreamTimeout
+	}
+	if o.StreamHold == 0 {
+		o.StreamHold = DefaultStreamHold
+	}
+	if o.StreamHold < 0 {
+		o.StreamHold = 1<<63 - 1
+	}
+	if o.MaxStreams == 0 {
+		o.MaxStreams = DefaultMaxStreams
 	}
 	if o.IdleConnTimeout == 0 {
 		o.IdleConnTimeout = DefaultIdleConnTimeout

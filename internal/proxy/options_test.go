@@ -27,6 +27,7 @@ func TestOptionsValidate(t *testing.T) {
 		MaxBufferedBytes:      -1,
 		MaxUpgrades:           -1,
 		Lookahead:             proxy.MaxLookahead + 1,
+		MaxStreams:            -1,
 		MaxIdleConnsPerWorker: -1,
 		WorkerLimit:           proxy.WorkerLimit{MaxSaturation: math.NaN(), Window: -1},
 		DialTimeout:           -time.Second,
@@ -34,7 +35,7 @@ func TestOptionsValidate(t *testing.T) {
 		SlowStart:             -time.Second,
 	}
 	fields := []string{"Controller", "PingPath", "Fallbacks[0].PathPrefix", "Fallbacks[0].Status", "Fallbacks[0].Props",
-		"MaxBufferedBytes", "MaxUpgrades", "Lookahead", "MaxIdleConnsPerWorker", "WorkerLimit.MaxSaturation", "WorkerLimit.Window",
+		"MaxBufferedBytes", "MaxUpgrades", "Lookahead", "MaxStreams", "MaxIdleConnsPerWorker", "WorkerLimit.MaxSaturation", "WorkerLimit.Window",
 		"DialTimeout", "IdleConnTimeout", "SlowStart"}
 	err = bad.Validate()
 	var joined interface{ Unwrap() []error }

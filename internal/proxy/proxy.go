@@ -49,8 +49,14 @@ type Proxy struct {
 	bodyTimeouts    atomic.Uint64
 	bodyRefused     atomic.Uint64
 	streamedForMem  atomic.Uint64
+	unsolicited     atomic.Uint64
+	// unsolicitedLog is when the last unsolicited-bytes warning was
+	// logged (UnixNano), so that a worker that does it on every response
+	// is logged once a second, not per response.
+	unsolicitedLog atomic.Int64
 
-	up upgrades // upgraded connections (upgrade.go)
+	up      upgrades // upgraded connections (upgrade.go)
+	streams streams  // streams that hold no render slot (streams.go)
 
 	// mem bounds the memory of buffered bodies, requests and responses.
 	mem budget
@@ -153,7 +159,21 @@ func (p *Proxy) newClient(e supervisor.Endpoint) *workerClient {
 		dialTimeout: p.o.DialTimeout,
 		maxIdle:     idle,
 		idleTimeout: p.o.IdleConnTimeout,
+		unsolicited: func() { p.noteUnsolicited(e) },
 	}
+}
+
+// noteUnsolicited counts a worker's bytes outside any response (see
+// workerClient.look) and logs it, at most once a second.
+func (p *Proxy) noteUnsolicited(e supervisor.Endpoint) {
+	n := p.unsolicited.Add(1)
+	now := time.Now().UnixNano()
+	last := p.unsolicitedLog.Load()
+	if now-last < int64(time.Second) || !p.unsolicitedLog.CompareAndSwap(last, now) {
+		return
+	}
+	p.log.Warn("proxy: worker sent bytes outside any response (past its Content-Length, or while idle); connection closed, its connections no longer reused",
+		slog.Int("worker", e.ID), slog.String("addr", e.Addr), slog.Uint64("total", n))
 }
 
 // ServeHTTP answers the ping path, reads the body, waits for admission,
@@ -369,6 +389,7 @@ func (p *Proxy) dispatch(r *http.Request, ep *endpoint, hdr http.Header, b *body
 	x := &exchange{
 		p:         p,
 		ep:        ep,
+		in:        r,
 		permit:    permit,
 		start:     time.Now(),
 		hangAfter: hangAfter,

@@ -113,31 +113,6 @@ func TestEventStreamIsFlushedAsItComes(t *testing.T) {
 	})
 }
 
-// A client that leaves a stream does not free the slot: the worker is still
-// producing it.
-func TestStreamClientLeavesSlotHeld(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		g := newRig(t, proxy.Options{}, admission.Options{})
-		w, _ := g.worker(1)
-		c := g.get("/sse/k")
-		synctest.Wait()
-		c.cancel()
-		synctest.Wait()
-		if !c.finished() {
-			t.Fatal("handler still running after its client left")
-		}
-		if got := g.p.Stats().Outstanding; got != 1 {
-			t.Errorf("got %d slots taken while the worker streams for nobody, want 1", got)
-		}
-		w.open("k")
-		synctest.Wait()
-		st := g.p.Stats()
-		if st.Outstanding != 0 || st.WastedRenders != 1 {
-			t.Errorf("got %d taken, %d wasted after the stream ended; want 0, 1", st.Outstanding, st.WastedRenders)
-		}
-	})
-}
-
 func TestHeaders(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newRig(t, proxy.Options{}, admission.Options{})

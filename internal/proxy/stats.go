@@ -55,6 +55,12 @@ type Stats struct {
 	// StreamedForMemory counts responses relayed as a stream, rather than
 	// buffered, because buffered bodies were at MaxBufferedBytes.
 	StreamedForMemory uint64 `json:"streamedForMemory"`
+	// Unsolicited counts connections to workers closed because the worker
+	// sent bytes outside any response: past the end of one (a
+	// Content-Length too short), or while the connection was idle. Such
+	// bytes would become the next request's response; a worker that sent
+	// them has none of its connections reused from then on.
+	Unsolicited uint64 `json:"unsolicited"`
 	// BufferedBytes is the memory held now by buffered bodies, requests and
 	// responses; BufferedPeak the most ever held; BufferBudget the bound
 	// (MaxBufferedBytes).
@@ -76,6 +82,18 @@ type Stats struct {
 	// Poison is Options.Poison's snapshot: the shapes quarantined and the
 	// requests refused; nil without it.
 	Poison *poison.Stats `json:"poison,omitempty"`
+	// Streams is the number of streamed responses relayed now that hold
+	// no render slot (event streams, and streams past StreamHold);
+	// StreamsTotal counts those ever relayed so, StreamsRefused the event
+	// streams answered 503 at MaxStreams, and MaxStreams is that bound.
+	// StreamsCut counts streamed responses whose worker connection sluice
+	// closed before their end: the client left, or the stream passed its
+	// idle or total bound.
+	Streams        int64  `json:"streams"`
+	StreamsTotal   uint64 `json:"streamsTotal"`
+	StreamsRefused uint64 `json:"streamsRefused"`
+	StreamsCut     uint64 `json:"streamsCut"`
+	MaxStreams     int    `json:"maxStreams"`
 }
 
 // EndpointStats describes one worker.
@@ -97,6 +115,9 @@ type EndpointStats struct {
 	Failures    uint64    `json:"failures"`
 	Draining    bool      `json:"draining"`
 	Added       time.Time `json:"added"`
+	// FramingBroken: the worker sent bytes outside a response (see
+	// Stats.Unsolicited); none of its connections is reused.
+	FramingBroken bool `json:"framingBroken"`
 }
 
 // Stats returns a snapshot of the endpoints and counters.
@@ -119,6 +140,7 @@ func (p *Proxy) Stats() Stats {
 		BufferedPeak:      p.mem.peak.Load(),
 		BufferBudget:      p.mem.max,
 		StreamedForMemory: p.streamedForMem.Load(),
+		Unsolicited:       p.unsolicited.Load(),
 		SlotWaits:         p.pool.slotWaits.Load(),
 	}
 	p.up.mu.Lock()
@@ -129,6 +151,9 @@ func (p *Proxy) Stats() Stats {
 		ps := p.o.Poison.Stats(time.Now())
 		st.Poison = &ps
 	}
+	st.Streams, st.StreamsTotal = p.streams.open.Load(), p.streams.total.Load()
+	st.StreamsRefused, st.StreamsCut = p.streams.refused.Load(), p.streams.cut.Load()
+	st.MaxStreams = p.o.MaxStreams
 	p.pool.mu.Lock()
 	st.Slots = p.pool.slots
 	st.Ahead = p.pool.ahead * p.pool.nRoute
@@ -151,6 +176,8 @@ func (p *Proxy) Stats() Stats {
 			Added:       e.added,
 			Served:      e.served.Load(),
 			Failures:    e.failures.Load(),
+
+			FramingBroken: e.client.broken.Load(),
 		})
 		if e.wl != nil {
 			st.Endpoints[len(st.Endpoints)-1].BadReports = e.wl.badReport
