@@ -87,15 +87,18 @@ const (
 //	  R > slack, R < M/4 (not the handlers):   C holds
 //	  limit binding, R <= slack, B < 0.9:      C = clamp(ceil(M x 0.9 / B), C+1, 4C)
 //	  otherwise:                               C holds
-//	Delivery bound D, while the limit binds (rtt: the window's mean RTT):
-//	  rtt > Tolerance x minRTT, L > BDP:       D = min(D, BDP)
-//	  rtt within the tolerance:                D = max(D, L + sqrt(L))
+//	Delivery bound D, every round in which the limit binds (rtt: the round's mean RTT):
+//	  rtt > Tolerance x minRTT, L > BDP:       D = min(D, BDP), verified by the next round
+//	  rtt > Tolerance x minRTT, L <= BDP:      D = L/2, verified by the next round
+//	  rtt within the tolerance:                D = max(D, L + max(sqrt(L), L/4))
+//	  a verified cut that lost 40% of the rate: D = the limit before it; records dropped
 //	L = max(floor, min(C, D))
 //
 // where slack = max(1, CPUs/4), the limit binds when the window's peak
-// in-flight count reached L or requests waited, BDP is the best
-// completion rate times the lowest RTT over the last 10 s, and D starts
-// at Max and holds while R > slack.
+// in-flight count reached L or requests waited, a round is the windows at
+// one limit that hold 10 completions (usually one), BDP is the best
+// completion rate over the last second times the lowest RTT over the last
+// 10 s, and D starts at Max and holds while R > slack.
 //
 // Why. A Go service whose handlers burn CPU does not slow down gracefully
 // when more of them run than there are Ps: the scheduler time-slices them,
@@ -114,7 +117,10 @@ const (
 // however many requests wait for it. Its completions per second stop
 // growing and its RTT grows instead; the delivery bound (the package
 // documentation gives its reasoning) cuts the limit to the concurrency
-// that delivered the best rate, which loses no throughput.
+// that delivered the best rate, which loses no throughput. Because its
+// records may describe a workload that has since changed (a CPU-bound
+// phase's short RTT paired with an I/O-bound phase's), every cut is a
+// test: a cut that lost throughput was wrong, and is undone.
 //
 // The rule is a function of the Window: a Window built by hand with zero
 // Runnable and CPUBusy reads as an idle process. Create one with NewAuto;
