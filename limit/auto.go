@@ -98,7 +98,8 @@ const (
 // in-flight count reached L or requests waited, a round is the windows at
 // one limit that hold 10 completions (usually one), BDP is the best
 // completion rate over the last second times the lowest RTT over the last
-// 10 s, and D starts at Max and holds while R > slack.
+// 10 s, and D starts at Max and holds, recording nothing, while R > slack
+// or B >= 0.9 (the CPUs are the bottleneck, and the CPU rule acts).
 //
 // Why. A Go service whose handlers burn CPU does not slow down gracefully
 // when more of them run than there are Ps: the scheduler time-slices them,
@@ -117,10 +118,11 @@ const (
 // however many requests wait for it. Its completions per second stop
 // growing and its RTT grows instead; the delivery bound (the package
 // documentation gives its reasoning) cuts the limit to the concurrency
-// that delivered the best rate, which loses no throughput. Because its
-// records may describe a workload that has since changed (a CPU-bound
-// phase's short RTT paired with an I/O-bound phase's), every cut is a
-// test: a cut that lost throughput was wrong, and is undone.
+// that delivered the best rate, which loses no throughput. It records
+// nothing while the CPUs are the bottleneck (a CPU-bound phase's short RTT
+// would set the knee of the I/O-bound phase after it), and because its
+// records may still describe a workload that has since changed, every cut
+// is a test: a cut that lost throughput was wrong, and is undone.
 //
 // The rule is a function of the Window: a Window built by hand with zero
 // Runnable and CPUBusy reads as an idle process. Create one with NewAuto;
@@ -231,7 +233,7 @@ func (a *Auto) Tick(w Window) int {
 	a.sat.Store(math.Float64bits(sat))
 	binding := max(w.PeakInflight, w.Inflight) >= l || w.Queued > 0
 	oversubscribed := w.Runnable > slack // NaN compares false: unknown is not oversubscribed
-	g := a.rtt.tick(w.Now, l, binding, oversubscribed)
+	g := a.rtt.tick(w.Now, l, binding, oversubscribed || w.CPUBusy >= autoBusyTarget)
 	c := a.cpu
 	switch {
 	case oversubscribed && !(own < 1):

@@ -9,13 +9,10 @@ import (
 // Constants of the delivery bound; deliveryBound's documentation explains
 // them.
 const (
-	// deliveryHistory is how long the lowest RTT is remembered.
+	// deliveryHistory is how long the best rate and the lowest RTT are
+	// remembered. A service that got slower for good is re-learnt within
+	// it, or at once when a halving shows it (see deliveryBound).
 	deliveryHistory = 10 * time.Second
-	// deliveryRateHistory is how long the best delivery rate is
-	// remembered: long enough to span the windows of a probe cycle, short
-	// enough that a rate a downstream can no longer deliver (a cap that
-	// appeared) stops setting the knee within about a second.
-	deliveryRateHistory = time.Second
 	// deliveryRounds bounds the rounds kept: at least one window each, so
 	// deliveryHistory at AutoWindow.
 	deliveryRounds = int(deliveryHistory / AutoWindow)
@@ -39,10 +36,10 @@ const (
 // many requests wait, but the requests completed per second stop growing
 // and each one's RTT grows with the concurrency instead. The bound is the
 // bandwidth-delay product of that pipe, as BBR computes it for a TCP
-// connection: the best delivery rate seen (completions per second, over
-// the last deliveryRateHistory) times the lowest RTT seen (over the last
-// deliveryHistory) is the concurrency the service actually serves; more
-// only queues (Little's law).
+// connection: the best delivery rate seen (completions per second) times
+// the lowest RTT seen, both over the last deliveryHistory, is the
+// concurrency the service actually serves; more only queues (Little's
+// law).
 //
 // The unit is a round: consecutive windows at one limit, summed until they
 // hold deliveryMinSamples completions (one window at any useful rate; a
@@ -57,9 +54,9 @@ const (
 //
 // with BDP = ceil(maxRate x minRTT) and rtt the round's mean RTT. The
 // round after a cut verifies it, since both records can be stale: a
-// workload that changed (CPU-bound handlers of 10 ms, then I/O-bound ones
-// of 50 ms) pairs one service's best rate with another's lowest RTT, a
-// knee far too low. Once such a bound binds, every round completes exactly
+// workload that changed (handlers of 50 ms where handlers of 10 ms ran)
+// pairs one service's best rate with another's lowest RTT, a knee far too
+// low. Once such a bound binds, every round completes exactly
 // limit/RTT, so the records would agree with the knee that produced them
 // and nothing would ever probe above it. So: if the round at the lower
 // limit delivered less than deliveryKeep of the rate before the cut, the
@@ -80,9 +77,12 @@ const (
 // cut) then walks the bound up to the tolerance and the cycle repeats, the
 // limit averaging about 1.3 times the knee, and a cap that disappears is
 // left behind within about a second. B starts at Max, so nothing bounds a
-// service that never showed a knee. While goroutines wait for the CPUs the
-// bound holds: the RTT then grows with the CPUs' queue, which the CPU rule
-// reads better. Until a round has enough completions, B holds.
+// service that never showed a knee. While the CPUs are the bottleneck
+// (goroutines wait for them, or they are 90% busy) the bound holds and the
+// windows are left out of the records: the RTT then grows with the CPUs'
+// queue, which the CPU rule reads better, and a CPU-bound phase's records
+// would set a wrong knee for the phase after it. Until a round has enough
+// completions, B holds.
 //
 // Observe is two atomic adds; tick runs under Auto's mutex.
 type deliveryBound struct {
@@ -112,7 +112,7 @@ type deliveryRound struct {
 	dur   time.Duration
 	end   time.Time
 	l     int  // the limit during the round
-	bound bool // the limit bound in every window of it, with no CPU wait
+	bound bool // the limit bound in every window of it
 }
 
 func (r deliveryRound) rate() float64 { return float64(r.n) / r.dur.Seconds() }
@@ -141,22 +141,29 @@ func (d *deliveryBound) observe(s Sample) {
 }
 
 // tick closes the window ending at now, in which the limit l was binding
-// or not, and returns the bound. While goroutines wait for the CPUs
-// (cpuWait), RTTs grow with the CPU's queue, not a downstream's, and the
-// bound holds: the CPU rule is the one to act.
-func (d *deliveryBound) tick(now time.Time, l int, binding, cpuWait bool) int {
+// or not, and returns the bound. While the CPUs are the bottleneck (cpu:
+// goroutines wait for them, or they are busy), the completions measure
+// the CPUs' pipe, not a downstream's: the window is left out of the
+// records and the bound holds, the CPU rule being the one to act. Records
+// of a CPU-bound phase would otherwise set the knee of the I/O-bound phase
+// after it (its short RTT with the new, longer one).
+func (d *deliveryBound) tick(now time.Time, l int, binding, cpu bool) int {
 	dur := AutoWindow
 	if !d.last.IsZero() && now.After(d.last) {
 		dur = now.Sub(d.last)
 	}
 	d.last = now
 	n, sumNs := d.n.Swap(0), d.sumNs.Swap(0)
+	if cpu {
+		d.round, d.check = deliveryRound{}, deliveryCheck{}
+		return d.limit()
+	}
 	if d.round.dur == 0 || d.round.l != l {
 		d.round = deliveryRound{l: l, bound: true}
 	}
 	r := &d.round
 	r.n, r.sumNs, r.dur, r.end = r.n+n, r.sumNs+sumNs, r.dur+dur, now
-	r.bound = r.bound && binding && !cpuWait
+	r.bound = r.bound && binding
 	if r.n < deliveryMinSamples {
 		return d.limit()
 	}
@@ -225,8 +232,8 @@ func (d *deliveryBound) forget(end time.Time) { d.rttFrom, d.rateFrom = end, end
 func (d *deliveryBound) limit() int { return int(d.bound) }
 
 // records returns the best delivery rate (per second) and the lowest mean
-// RTT (in nanoseconds) of the rounds that ended at most deliveryRateHistory
-// and deliveryHistory before now, and not before a forget. Means over a
+// RTT (in nanoseconds) of the rounds that ended within deliveryHistory of
+// now, and not before their record was dropped. Means over a
 // round, not single requests: a single fast request is not the pipe's RTT,
 // and one round's noise biases both records towards a higher knee, never
 // a lower one.
@@ -238,7 +245,7 @@ func (d *deliveryBound) records(now time.Time) (maxRate, minRTT float64) {
 		if rtt := r.rtt(); minRTT == 0 || rtt < minRTT {
 			minRTT = rtt
 		}
-		if !r.end.Before(d.rateFrom) && now.Sub(r.end) < deliveryRateHistory {
+		if !r.end.Before(d.rateFrom) {
 			maxRate = math.Max(maxRate, r.rate())
 		}
 	}

@@ -52,12 +52,14 @@
 // so the record stays true as it rolls (no drift up with the loaded RTT,
 // the defect of Gradient2's long-run average); D then grows by a quarter
 // (BBR's probing gain; sqrt(D) while that is more) a window while the RTT
-// stays within the tolerance. A cut to the true knee never costs
-// throughput, so every cut is verified by the next round: one that lost
-// throughput paired records of two different workloads (a CPU-bound
-// phase's 10 ms RTT with an I/O-bound phase's rate), and is undone, the
-// records dropped. Without that check such a bound is self-fulfilling:
-// once it binds, every window completes limit/RTT and confirms it. An RTT
+// stays within the tolerance. D records nothing while the CPUs are the
+// bottleneck (runnable goroutines, or 90% busy): a CPU-bound phase's 10 ms
+// RTT paired with the 50 ms of an I/O-bound phase after it would put the
+// knee at 2. A cut to the true knee never costs throughput, so every cut
+// is verified by the next round: one that lost throughput paired records
+// of two different workloads, and is undone, the records dropped. Without
+// that check such a bound is self-fulfilling: once it binds, every window
+// completes limit/RTT and confirms it. An RTT
 // high at or below the knee is either a slower service or a queue at a
 // cap that appeared: D halves for a round, and a rate that holds means a
 // queue (the old best rate is dropped and the next round cuts to the

@@ -27,10 +27,10 @@ func within(lo, hi int) func(int) bool {
 	return func(l int) bool { return l >= lo && l <= hi }
 }
 
-// followShifts runs the phases back to back, each for d, with no pause,
+// followShifts runs the phases back to back with run, with no pause,
 // and fails unless after each shift the limit is ok within the deadline
 // and stays ok to the end of the phase.
-func followShifts(t *testing.T, a *limit.Auto, d, deadline time.Duration, run func(s service, rate float64) []int, phases ...phase) {
+func followShifts(t *testing.T, deadline time.Duration, run func(s service, rate float64) []int, phases ...phase) {
 	t.Helper()
 	for i, p := range phases {
 		limits := run(p.s, p.rate)
@@ -51,16 +51,18 @@ func followShifts(t *testing.T, a *limit.Auto, d, deadline time.Duration, run fu
 
 // The workload shifts both ways, with no pause: CPU-bound handlers at 4x
 // their capacity, then I/O-bound ones at 400/s (20 in flight), and back.
-// Each time the limit follows within a second: down to the CPUs (2, or
-// one above while it probes), up to serving every I/O-bound request. The
-// CPU phase leaves records (10 ms RTT, 200/s) that, paired with the I/O
-// phase's RTT, put the knee at 2: a bound that nothing verifies stays there.
+// Each time the limit follows within 400 ms (an I/O-bound phase of 8 s
+// that must serve 95% has 0.4 s to lose): down to the CPUs (2, or one
+// above while it probes), up to serving every I/O-bound request. The CPU
+// phase would leave records (10 ms RTT, 200/s) that, paired with the I/O
+// phase's RTT, put the knee at 2, where a bound that nothing verifies
+// stays.
 func TestAutoFollowsCPUAndIO(t *testing.T) {
 	cpu := phase{"CPU-bound", cpuBound, 4 * cpuBound.capacity(), within(2, 3)}
 	io := phase{"I/O-bound", ioBound, 400, served(ioBound, 400, 0.95)}
 	synctest.Test(t, func(t *testing.T) {
 		a := newAuto(t, limit.AutoOptions{})
-		followShifts(t, a, 8*time.Second, time.Second, func(s service, rate float64) []int {
+		followShifts(t, 400*time.Millisecond, func(s service, rate float64) []int {
 			return run(t, a, s, constant(rate), 8*time.Second)
 		}, cpu, io, cpu, io)
 	})
@@ -69,7 +71,7 @@ func TestAutoFollowsCPUAndIO(t *testing.T) {
 			a := newAuto(t, limit.AutoOptions{})
 			n := newNoise(seed)
 			n.Bursts = 0 // a burst trims the limit for a window; the quiet run checks that it stays
-			followShifts(t, a, 8*time.Second, 1500*time.Millisecond, func(s service, rate float64) []int {
+			followShifts(t, 400*time.Millisecond, func(s service, rate float64) []int {
 				return runNoisy(t, a, s, constant(rate), 8*time.Second, n)
 			}, cpu, io, cpu, io)
 		})
@@ -87,7 +89,7 @@ func TestAutoFollowsDownstreamCap(t *testing.T) {
 	limited := phase{"capped", capped, rate, within(32, 64)}
 	synctest.Test(t, func(t *testing.T) {
 		a := newAuto(t, limit.AutoOptions{})
-		followShifts(t, a, 5*time.Second, time.Second, func(s service, rate float64) []int {
+		followShifts(t, time.Second, func(s service, rate float64) []int {
 			return run(t, a, s, constant(rate), 5*time.Second)
 		}, free, limited, free, limited)
 	})
@@ -103,7 +105,7 @@ func TestAutoFollowsSlowerHandler(t *testing.T) {
 	slower := phase{"4x slower", slow, 400, served(slow, 400, 0.95)}
 	synctest.Test(t, func(t *testing.T) {
 		a := newAuto(t, limit.AutoOptions{})
-		followShifts(t, a, 5*time.Second, time.Second, func(s service, rate float64) []int {
+		followShifts(t, time.Second, func(s service, rate float64) []int {
 			return run(t, a, s, constant(rate), 5*time.Second)
 		}, fast, slower, fast, slower)
 	})
@@ -114,7 +116,7 @@ func TestAutoFollowsSlowerHandler(t *testing.T) {
 	rate := 4 * cpuBound.capacity()
 	synctest.Test(t, func(t *testing.T) {
 		a := newAuto(t, limit.AutoOptions{})
-		followShifts(t, a, 5*time.Second, 100*time.Millisecond, func(s service, rate float64) []int {
+		followShifts(t, 100*time.Millisecond, func(s service, rate float64) []int {
 			return run(t, a, s, constant(rate), 5*time.Second)
 		}, phase{"fast CPU", cpuBound, rate, within(2, 3)}, phase{"4x slower CPU", slowCPU, rate, within(2, 3)},
 			phase{"fast CPU", cpuBound, rate, within(2, 3)})
