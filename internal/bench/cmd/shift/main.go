@@ -54,6 +54,7 @@ type options struct {
 	ioRate     float64
 	cpuTarget  float64
 	ioTarget   float64
+	series     bool
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -70,14 +71,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Float64Var(&o.ioRate, "io-rate", 400, "the I/O-bound phases' load, requests per second")
 	fs.Float64Var(&o.cpuTarget, "cpu-target", 0.85, "goodput a CPU-bound phase must keep, as a share of the capacity")
 	fs.Float64Var(&o.ioTarget, "io-target", 0.95, "success ratio an I/O-bound phase must keep")
+	fs.BoolVar(&o.series, "series", false, "also print each phase's goodput and errors every 250 ms, and the limit, to stderr")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	load := bench.LoadAverage()
 	results, capacity, err := measure(ctx, o, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "shift:", err)
 		return 1
 	}
+	if o.series {
+		writeSeries(stderr, results)
+	}
+	fmt.Fprintf(stdout, "load average (1 min) %.1f before the run, %.1f after\n", load, bench.LoadAverage())
 	ok := writeTable(stdout, o, capacity, results)
 	if !ok {
 		fmt.Fprintln(stderr, "shift: a target was missed")
@@ -204,12 +211,14 @@ func readLimit(ctx context.Context, c *http.Client, url string) (int, bool) {
 	}
 	defer resp.Body.Close()
 	var st struct {
-		Limit int `json:"limit"`
+		Admission struct {
+			Limit int `json:"limit"`
+		} `json:"admission"`
 	}
-	if json.NewDecoder(resp.Body).Decode(&st) != nil || st.Limit == 0 {
+	if json.NewDecoder(resp.Body).Decode(&st) != nil || st.Admission.Limit == 0 {
 		return 0, false
 	}
-	return st.Limit, true
+	return st.Admission.Limit, true
 }
 
 func freeAddr() string {
@@ -311,4 +320,16 @@ func errorSummary(results []phaseResult) string {
 		parts = append(parts, fmt.Sprintf("phase %d %v", i+1, r.report.Total.Errors))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// writeSeries prints each phase's time series: goodput/errors per second
+// every bucket, and the limit /stats reported.
+func writeSeries(w io.Writer, results []phaseResult) {
+	for i, r := range results {
+		fmt.Fprintf(w, "phase %d goodput/errors:", i+1)
+		for _, p := range r.report.Series {
+			fmt.Fprintf(w, " %.0f/%.0f", p.Goodput, p.Errors)
+		}
+		fmt.Fprintf(w, "\nphase %d limit: %v\n", i+1, r.limits)
+	}
 }
