@@ -66,7 +66,9 @@ const (
 // at a cap the best rate no longer describes (a cap that appeared): the
 // rate records are dropped, and the next round cuts to the cap's knee. A
 // halving that lost the rate shows a slower service: it relearns from
-// there, doubling the bound while the RTT stays within the tolerance.
+// there, doubling the bound while the RTT stays within the tolerance. A
+// cut the limit did not follow (the floor held it) cannot be verified and
+// relearns too.
 //
 // A cut goes to the knee itself, not above it: there nothing waits, so the
 // rounds after a cut see the no-load RTT again and keep minRTT true as the
@@ -184,11 +186,14 @@ func (d *deliveryBound) apply(r deliveryRound) {
 	if c := d.check; c.pending {
 		d.check = deliveryCheck{}
 		switch {
-		case L > 0.9*float64(c.l): // the cut did not lower the limit (the floor): nothing learnt
-			if c.halving { // the service is slower; learn it anew
-				d.forget(r.end)
-				d.relearn = true
-			}
+		case L > 0.9*float64(c.l):
+			// The limit did not follow the cut (the floor held it), so
+			// the knee cannot be verified: a bound left below the floor
+			// would be cut again every round and keep the CPU rule from
+			// growing, for ever. The records are no better than the
+			// knee they gave; learn anew.
+			d.forget(r.end)
+			d.relearn = true
 		case rate < deliveryKeep*c.rate:
 			// The lower limit delivered less: the knee was wrong.
 			d.forget(r.end)
