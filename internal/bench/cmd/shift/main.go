@@ -119,7 +119,7 @@ func measure(ctx context.Context, o options, stderr io.Writer) ([]phaseResult, f
 			return nil, 0, fmt.Errorf("building sluice (run from the repository root): %w", err)
 		}
 	}
-	addr, admin, err := freeAddr(), freeAddr(), error(nil)
+	addr, admin := freeAddr(), freeAddr()
 	if addr == "" || admin == "" {
 		return nil, 0, fmt.Errorf("no free port on 127.0.0.1")
 	}
@@ -150,38 +150,67 @@ func measure(ctx context.Context, o options, stderr io.Writer) ([]phaseResult, f
 	}
 	fmt.Fprintf(stderr, "shift: capacity %.0f/s (closed loop, 4 clients, ?cpu=%d)\n", c.Rate, o.cpu)
 
+	// Each phase is its own loadgen run, started on the previous one's
+	// schedule end, not after its drain: the load shifts with no pause,
+	// and the last requests of a phase are still answered while the next
+	// one's arrive.
 	var results []phaseResult
 	for range o.cycles {
-		for _, cpuBound := range []bool{true, false} {
-			url, rate := ioURL, o.ioRate
-			if cpuBound {
-				url, rate = cpuURL, o.mult*c.Rate
+		results = append(results, phaseResult{cpuBound: true}, phaseResult{cpuBound: false})
+	}
+	start := time.Now()
+	stopPoll := pollLimit(ctx, "http://"+admin+"/stats")
+	errs := make([]error, len(results))
+	var wg sync.WaitGroup
+	for i := range results {
+		r := &results[i]
+		url, rate := ioURL, o.ioRate
+		if r.cpuBound {
+			url, rate = cpuURL, o.mult*c.Rate
+		}
+		wg.Go(func() {
+			select {
+			case <-ctx.Done():
+				errs[i] = ctx.Err()
+				return
+			case <-time.After(time.Until(start.Add(time.Duration(i) * o.phase))):
 			}
-			r := phaseResult{cpuBound: cpuBound}
-			stopPoll := pollLimit(ctx, "http://"+admin+"/stats", &r.limits)
-			r.report, err = loadgen.Run(ctx, loadgen.Config{
+			r.report, errs[i] = loadgen.Run(ctx, loadgen.Config{
 				URL:          url,
 				Phases:       []loadgen.Phase{{Rate: rate, Duration: o.phase}},
 				Timeout:      time.Second,
-				Seed:         uint64(len(results) + 1),
+				Seed:         uint64(i + 1),
 				Bucket:       250 * time.Millisecond,
 				LoopbackOnly: true,
 			})
-			stopPoll()
-			if err != nil {
-				return nil, 0, err
-			}
-			results = append(results, r)
+		})
+	}
+	wg.Wait()
+	for _, s := range stopPoll() {
+		if i := int(s.at.Sub(start) / o.phase); i < len(results) {
+			results[i].limits = append(results[i].limits, s.limit)
+		}
+	}
+	for _, err := range errs {
+		if err != nil {
+			return nil, 0, err
 		}
 	}
 	return results, c.Rate, nil
 }
 
-// pollLimit reads the limit from url (the admin /stats) every 250 ms into
-// limits until the returned func is called.
-func pollLimit(ctx context.Context, url string, limits *[]int) (stop func()) {
+// limitSample is the limit /stats reported at a time.
+type limitSample struct {
+	at    time.Time
+	limit int
+}
+
+// pollLimit reads the limit from url (the admin /stats) every 250 ms until
+// the returned func is called, which returns the readings.
+func pollLimit(ctx context.Context, url string) (stop func() []limitSample) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
+	var samples []limitSample
 	client := &http.Client{Timeout: time.Second}
 	wg.Go(func() {
 		t := time.NewTicker(250 * time.Millisecond)
@@ -193,11 +222,11 @@ func pollLimit(ctx context.Context, url string, limits *[]int) (stop func()) {
 			case <-t.C:
 			}
 			if l, ok := readLimit(ctx, client, url); ok {
-				*limits = append(*limits, l)
+				samples = append(samples, limitSample{time.Now(), l})
 			}
 		}
 	})
-	return func() { cancel(); wg.Wait() }
+	return func() []limitSample { cancel(); wg.Wait(); return samples }
 }
 
 func readLimit(ctx context.Context, c *http.Client, url string) (int, bool) {
