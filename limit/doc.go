@@ -66,9 +66,10 @@
 // cap), a rate that halves a slower service (D learns it anew, doubling).
 // Rounds are windows at one limit summed until they hold 10 completions,
 // so that a low limit with a long RTT still moves D. Against a downstream
-// that serves 32 at once the limit averages about 40; each shift between
-// CPU-bound and I/O-bound handlers, a cap that appears or disappears, and
-// a handler 4x slower or faster again, is followed within a second.
+// that serves 32 at once the limit averages about 42 (45-54 with the noise
+// of a shared machine); each shift between CPU-bound and I/O-bound
+// handlers, a cap that appears or disappears, and a handler 4x slower or
+// faster again, is followed within a second.
 //
 // What it cannot do: tell the handlers' CPU use from another CPU hog in
 // the same process (a batch job's goroutines count as runnable too, and
