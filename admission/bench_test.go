@@ -16,6 +16,21 @@ func BenchmarkAcquireReleaseParallel(b *testing.B) {
 	benchAcquireParallel(b, admission.Permit.Release)
 }
 
+// Untimed: Acquire reads no clock; Done's timing costs that read.
+func BenchmarkAcquireReleaseUntimed(b *testing.B) {
+	c := newBenchController(b, 1000)
+	ctx := context.Background()
+	req := admission.Request{Untimed: true}
+	b.ReportAllocs()
+	for b.Loop() {
+		p, err := c.Acquire(ctx, req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p.Release()
+	}
+}
+
 // benchAcquire takes and gives back (with giveBack) a slot of a controller
 // with room to spare, one goroutine.
 func benchAcquire(b *testing.B, giveBack func(admission.Permit)) {

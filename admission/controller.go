@@ -175,7 +175,20 @@ type Permit struct {
 	c     *Controller
 	cost  int64
 	class int8
-	start time.Duration // when it was granted, since c.epoch
+	start time.Duration // when it was granted, since c.epoch; untimed if not read
+}
+
+// untimed is the start of a Permit whose Request was Untimed: c.since() is
+// never negative.
+const untimed time.Duration = -1
+
+// startOf is the start of a Permit for req granted now: one clock read,
+// unless req is Untimed.
+func (c *Controller) startOf(req *Request) time.Duration {
+	if req.Untimed {
+		return untimed
+	}
+	return c.since()
 }
 
 // Release gives the slot back without a latency sample: for work that
@@ -188,9 +201,14 @@ func (p Permit) Release() {
 }
 
 // Done gives the slot back and feeds the limit algorithm the time since
-// the Permit was granted.
+// the Permit was granted; for a Permit of an Untimed Request, it is
+// Release.
 func (p Permit) Done() {
 	if p.c == nil {
+		return
+	}
+	if p.start == untimed {
+		p.c.release(p.cost)
 		return
 	}
 	now := p.c.since()
@@ -274,13 +292,13 @@ func (c *Controller) Acquire(ctx context.Context, req Request) (Permit, error) {
 		if s := c.state.Add(uint64(cost)); s&slowBit == 0 && fitsAfter(s, cost) {
 			c.fastAdmitted[ci].add()
 			c.seenFast(req.Tenant)
-			return Permit{c, cost, int8(ci), c.since()}, nil
+			return Permit{c, cost, int8(ci), c.startOf(&req)}, nil
 		}
 		c.release(cost)
 	} else if c.tryAdmitFast(cost) {
 		c.fastAdmitted[ci].add()
 		c.seenFast(req.Tenant)
-		return Permit{c, cost, int8(ci), c.since()}, nil
+		return Permit{c, cost, int8(ci), c.startOf(&req)}, nil
 	}
 	p, wait, err := c.acquireSlow(ctx, req, cost)
 	c.lat.wait[ci][waitOutcome(err)].record(wait)
@@ -313,7 +331,7 @@ func (c *Controller) acquireSlow(ctx context.Context, req Request, cost int64) (
 	if c.admitNowLocked(req.Tenant, cost) {
 		c.mu.Unlock()
 		c.admitted.Add(1)
-		return Permit{c, cost, int8(req.Priority.classIndex()), c.since()}, 0, nil
+		return Permit{c, cost, int8(req.Priority.classIndex()), c.startOf(&req)}, 0, nil
 	}
 	if err := c.mayWaitLocked(ctx); err != nil {
 		c.mu.Unlock()
@@ -330,7 +348,12 @@ func (c *Controller) acquireSlow(ctx context.Context, req Request, cost int64) (
 		return Permit{}, 0, err
 	}
 	p, err := c.await(ctx, w, wait, waitReason)
-	return p, time.Since(now), err
+	// One clock read: the end of the wait is the start of the Permit.
+	end := c.since()
+	if err == nil && !req.Untimed {
+		p.start = end
+	}
+	return p, end - now.Sub(c.epoch), err
 }
 
 // admitNowLocked takes cost slots for tenant if they fit and nobody
@@ -442,7 +465,7 @@ func (c *Controller) outcome(w *waiter) (Permit, error) {
 	}
 	c.admitted.Add(1)
 	c.afterWait.Add(1)
-	return Permit{c, w.cost, w.class, c.since()}, nil
+	return Permit{c, w.cost, w.class, untimed}, nil // acquireSlow times it
 }
 
 // tryAdmitLocked takes cost slots if they fit. REQUIRES c.mu held.

@@ -15,7 +15,9 @@
 //     and nobody waits; otherwise it undoes the add as a release would
 //     (handing the slots on if a waiter can use them) and queues. While a
 //     slot is free and nobody waits, Acquire and Release are one atomic add
-//     each, take no lock and allocate nothing.
+//     each (and a striped counter), take no lock and allocate nothing.
+//     Acquire also reads the monotonic clock, to time the Permit for Done,
+//     unless the Request is Untimed: that read costs more than the rest.
 //   - Whom to serve next: a bounded queue with direct hand-off (a freed slot
 //     goes to the queue's choice, never back to a pool where a newcomer
 //     could overtake). The queue serves priority classes highest first, with
@@ -48,7 +50,7 @@
 // believes the Sluice-Priority, Sluice-Tenant and Sluice-Timeout headers only
 // from trusted peers. Around any other unit of work, call Acquire and give
 // the Permit back with Release or Done (Done feeds the limit algorithm a
-// latency sample).
+// latency sample); a caller that never calls Done sets Request.Untimed.
 //
 // # Concurrency
 //

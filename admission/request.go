@@ -71,6 +71,12 @@ type Request struct {
 	// Deadline is when the caller stops waiting for the answer; zero means
 	// none. A queued request that can no longer finish in time is shed.
 	Deadline time.Time
+	// Untimed says the caller will not give the slot back with
+	// Permit.Done: it calls Release, or DoneSample with its own timing (a
+	// proxy timing the exchange with its upstream). Acquire then reads no
+	// clock, which is most of the fast path's cost; Done on such a Permit
+	// gives the slot back without a sample, as Release does.
+	Untimed bool
 }
 
 func (r *Request) cost() int64 {

@@ -9,6 +9,8 @@ package benchmarks
 
 import (
 	"context"
+	"fmt"
+	"runtime"
 	"testing"
 
 	"golang.org/x/sync/semaphore"
@@ -35,6 +37,20 @@ var peers = []struct {
 		c, ctx := newController(b), context.Background()
 		return func() {
 			p, err := c.Acquire(ctx, admission.Request{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			p.Release()
+		}
+	}},
+	// Untimed: what a caller that gives its slots back with Release (or
+	// times its own work, as sluice's proxy does) pays. Permit.Done's
+	// timing costs one monotonic clock read on top.
+	{"sluice-untimed", func(b *testing.B) func() {
+		c, ctx := newController(b), context.Background()
+		req := admission.Request{Untimed: true}
+		return func() {
+			p, err := c.Acquire(ctx, req)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -82,5 +98,37 @@ func BenchmarkAcquireReleaseParallel(b *testing.B) {
 				}
 			})
 		})
+	}
+}
+
+// BenchmarkAcquireReleaseProcs is the parallel pair at 1 and 2 Ps (up to
+// the machine's CPUs), and with 8 goroutines per P: how the cost of the
+// shared state grows with the cores a service runs on, and under the
+// contention of more goroutines than Ps.
+func BenchmarkAcquireReleaseProcs(b *testing.B) {
+	type setting struct {
+		procs, perP int
+	}
+	var settings []setting
+	for _, n := range []int{1, 2, 4, 8} {
+		if n <= runtime.NumCPU() {
+			settings = append(settings, setting{n, 1})
+		}
+	}
+	settings = append(settings, setting{runtime.GOMAXPROCS(0), 8})
+	for _, st := range settings {
+		for _, p := range peers {
+			b.Run(fmt.Sprintf("procs=%d/goroutines=%d/%s", st.procs, st.procs*st.perP, p.name), func(b *testing.B) {
+				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(st.procs))
+				op := p.make(b)
+				b.ReportAllocs()
+				b.SetParallelism(st.perP)
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						op()
+					}
+				})
+			})
+		}
 	}
 }

@@ -87,15 +87,19 @@ const (
 //	  R > slack, R < M/4 (not the handlers):   C holds
 //	  limit binding, R <= slack, B < 0.9:      C = clamp(ceil(M x 0.9 / B), C+1, 4C)
 //	  otherwise:                               C holds
-//	Delivery bound D, while the limit binds (rtt: the window's mean RTT):
-//	  rtt > Tolerance x minRTT, L > BDP:       D = min(D, BDP)
-//	  rtt within the tolerance:                D = max(D, L + sqrt(L))
+//	Delivery bound D, every round in which the limit binds (rtt: the round's mean RTT):
+//	  rtt > Tolerance x minRTT, L > BDP:       D = min(D, BDP), verified by the next round
+//	  rtt > Tolerance x minRTT, L <= BDP:      D = L/2, verified by the next round
+//	  rtt within the tolerance:                D = max(D, L + max(sqrt(L), L/4))
+//	  a verified cut that lost 40% of the rate: D = the limit before it; records dropped
 //	L = max(floor, min(C, D))
 //
 // where slack = max(1, CPUs/4), the limit binds when the window's peak
-// in-flight count reached L or requests waited, BDP is the best
-// completion rate times the lowest RTT over the last 10 s, and D starts
-// at Max and holds while R > slack.
+// in-flight count reached L or requests waited, a round is the windows at
+// one limit that hold 10 completions (usually one), BDP is the best
+// completion rate over the last second times the lowest RTT over the last
+// 10 s, and D starts at Max and holds, recording nothing, while R > slack
+// or B >= 0.9 (the CPUs are the bottleneck, and the CPU rule acts).
 //
 // Why. A Go service whose handlers burn CPU does not slow down gracefully
 // when more of them run than there are Ps: the scheduler time-slices them,
@@ -114,7 +118,11 @@ const (
 // however many requests wait for it. Its completions per second stop
 // growing and its RTT grows instead; the delivery bound (the package
 // documentation gives its reasoning) cuts the limit to the concurrency
-// that delivered the best rate, which loses no throughput.
+// that delivered the best rate, which loses no throughput. It records
+// nothing while the CPUs are the bottleneck (a CPU-bound phase's short RTT
+// would set the knee of the I/O-bound phase after it), and because its
+// records may still describe a workload that has since changed, every cut
+// is a test: a cut that lost throughput was wrong, and is undone.
 //
 // The rule is a function of the Window: a Window built by hand with zero
 // Runnable and CPUBusy reads as an idle process. Create one with NewAuto;
@@ -225,7 +233,7 @@ func (a *Auto) Tick(w Window) int {
 	a.sat.Store(math.Float64bits(sat))
 	binding := max(w.PeakInflight, w.Inflight) >= l || w.Queued > 0
 	oversubscribed := w.Runnable > slack // NaN compares false: unknown is not oversubscribed
-	g := a.rtt.tick(w.Now, l, binding, oversubscribed)
+	g := a.rtt.tick(w.Now, l, binding, oversubscribed || w.CPUBusy >= autoBusyTarget)
 	c := a.cpu
 	switch {
 	case oversubscribed && !(own < 1):

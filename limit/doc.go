@@ -44,18 +44,32 @@
 // the concurrency the busy fraction projects to fill them as they fill.
 // What the CPUs cannot show, a downstream with its own concurrency cap
 // (idle CPUs, growing RTT), the delivery bound D shows: the best
-// completion rate seen times the lowest RTT seen (the last 10 s of each)
-// is the concurrency the pipe serves, the bandwidth-delay product BBR
-// steers a TCP connection by. While the limit binds and the RTT is past
-// Tolerance x the lowest, D is cut to that product, the knee, where
-// nothing waits: the windows after a cut see the no-load RTT again, so
-// the record stays true as it rolls (no drift up with the loaded RTT, the
-// defect of Gradient2's long-run average); D then grows by sqrt(D) a
-// window while the RTT stays within the tolerance. A cut never costs throughput (it keeps the
-// concurrency that delivered the best rate); an RTT high at or below the
-// knee is a slower service, not a queue, and D learns it anew instead of
-// throttling it. Against a downstream that serves 32 at once the limit
-// averages about 40.
+// completion rate seen (the last second) times the lowest RTT seen (the
+// last 10 s) is the concurrency the pipe serves, the bandwidth-delay
+// product BBR steers a TCP connection by. While the limit binds and the
+// RTT is past Tolerance x the lowest, D is cut to that product, the knee,
+// where nothing waits: the windows after a cut see the no-load RTT again,
+// so the record stays true as it rolls (no drift up with the loaded RTT,
+// the defect of Gradient2's long-run average); D then grows by a quarter
+// (BBR's probing gain; sqrt(D) while that is more) a window while the RTT
+// stays within the tolerance. D records nothing while the CPUs are the
+// bottleneck (runnable goroutines, or 90% busy): a CPU-bound phase's 10 ms
+// RTT paired with the 50 ms of an I/O-bound phase after it would put the
+// knee at 2. A cut to the true knee never costs throughput, so every cut
+// is verified by the next round: one that lost throughput paired records
+// of two different workloads, and is undone, the records dropped. Without
+// that check such a bound is self-fulfilling: once it binds, every window
+// completes limit/RTT and confirms it. An RTT
+// high at or below the knee is either a slower service or a queue at a
+// cap that appeared: D halves for a round, and a rate that holds means a
+// queue (the old best rate is dropped and the next round cuts to the
+// cap), a rate that halves a slower service (D learns it anew, doubling).
+// Rounds are windows at one limit summed until they hold 10 completions,
+// so that a low limit with a long RTT still moves D. Against a downstream
+// that serves 32 at once the limit averages about 42 (45-54 with the noise
+// of a shared machine); each shift between CPU-bound and I/O-bound
+// handlers, a cap that appears or disappears, and a handler 4x slower or
+// faster again, is followed within a second.
 //
 // What it cannot do: tell the handlers' CPU use from another CPU hog in
 // the same process (a batch job's goroutines count as runnable too, and

@@ -214,6 +214,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if info != nil {
 		info.Queued = time.Now()
 	}
+	req.Untimed = true // the exchange times itself: DoneSample or Release
 	permit, err := p.c.Acquire(r.Context(), req)
 	if info != nil {
 		info.QueueWait = time.Since(info.Queued)
