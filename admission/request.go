@@ -71,6 +71,9 @@ type Request struct {
 	// Deadline is when the caller stops waiting for the answer; zero means
 	// none. A queued request that can no longer finish in time is shed.
 	Deadline time.Time
+	// Quota names the rate limit of the Controller's Quota that applies:
+	// "" the default one, another name a route's own (Rule.Quota).
+	Quota string
 }
 
 func (r *Request) cost() int64 {
