@@ -46,11 +46,11 @@ type leaser struct {
 	idle   []*bucket
 }
 
+// heartbeat counts this instance in the store, and the instances there
+// (unless Options.Instances fixes them). It also tells, with no tenant
+// asking, whether the store answers.
 func (r *leaser) heartbeat(ctx context.Context) {
 	l := r.l
-	if l.o.Instances > 0 {
-		return
-	}
 	ctx, cancel := context.WithTimeout(ctx, l.o.Timeout)
 	n, err := l.o.Store.Heartbeat(ctx, l.o.ID, 3*l.o.Heartbeat)
 	cancel()
@@ -58,8 +58,11 @@ func (r *leaser) heartbeat(ctx context.Context) {
 		r.failed(ctx, err)
 		return
 	}
-	l.instances.Store(int64(max(n, 1)))
-	l.setInstances(int64(max(n, 1)))
+	r.recovered()
+	if l.o.Instances == 0 {
+		l.instances.Store(int64(max(n, 1)))
+		l.setInstances(int64(max(n, 1)))
+	}
 }
 
 // lease collects each tracked tenant's demand since the last lease, asks

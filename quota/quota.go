@@ -75,8 +75,9 @@ type Options struct {
 	// fixed. Zero means counted from the heartbeats in the store.
 	Instances int
 	// Heartbeat is the period of this instance's heartbeat in the store;
-	// an instance is counted for three periods after its last. Zero means
-	// 1 s.
+	// an instance is counted for three periods after its last. It is also
+	// how soon a store that failed is found back with no tenant asking.
+	// Zero means 1 s.
 	Heartbeat time.Duration
 	// ID names this instance in the store's heartbeats. Zero means random.
 	ID string
