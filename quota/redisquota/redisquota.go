@@ -189,3 +189,14 @@ func (s *Store) Heartbeat(ctx context.Context, id string, ttl time.Duration) (in
 	}
 	return n, nil
 }
+
+// SilenceClientLog discards go-redis's own log lines (one to stderr for
+// each failed dial while Redis is gone), which go through a process-wide
+// logger: for a process that reports the store's failures itself, as
+// quota.Limiter does, once. It changes that logger for every go-redis
+// client of the process.
+func SilenceClientLog() { redis.SetLogger(quietLogger{}) }
+
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...any) {}
