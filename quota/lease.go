@@ -73,20 +73,15 @@ func (r *leaser) lease(ctx context.Context, now time.Time, dt time.Duration) {
 	n := l.instanceCount()
 	idleAfter := int(l.o.IdleTimeout / l.o.Interval)
 	r.leases, r.refs, r.idle = r.leases[:0], r.refs[:0], r.idle[:0]
-	for i := range l.t.shards {
-		sh := &l.t.shards[i]
-		sh.mu.RLock()
-		for _, b := range sh.m {
-			if want := r.demand(b, n, idleAfter); want > 0 {
-				r.leases = append(r.leases, Lease{
-					Quota: b.key.quota, Tenant: b.key.tenant,
-					Rate: b.lim.Rate, Burst: storeBurst(b.lim, n), Want: want,
-				})
-				r.refs = append(r.refs, b)
-			}
+	l.t.each(func(b *bucket) {
+		if want := r.demand(b, n, idleAfter); want > 0 {
+			r.leases = append(r.leases, Lease{
+				Quota: b.key.quota, Tenant: b.key.tenant,
+				Rate: b.lim.Rate, Burst: storeBurst(b.lim, n), Want: want,
+			})
+			r.refs = append(r.refs, b)
 		}
-		sh.mu.RUnlock()
-	}
+	})
 	for _, b := range r.idle {
 		l.t.remove(b)
 	}

@@ -27,6 +27,7 @@ type bucket struct {
 	local float64 // tokens accrued at the local share while the store fails
 }
 
+// bucketKey names a bucket: its limit's name (Request.Quota) and tenant.
 type bucketKey struct{ quota, tenant string }
 
 // tenants is the set of buckets, sharded so that a tenant's lookup takes
@@ -43,17 +44,22 @@ type tenants struct {
 
 const numShards = 32
 
+// shard holds its tenants' buckets: under the default limit by tenant
+// alone, one string to hash and compare on most requests' path; under a
+// named one (a route's own) by name and tenant.
 type shard struct {
-	mu sync.RWMutex
-	m  map[bucketKey]*bucket
-	_  [64]byte // a shard's lock off its neighbours' cache line
+	mu    sync.RWMutex
+	def   map[string]*bucket
+	named map[bucketKey]*bucket
+	_     [64]byte // a shard's lock off its neighbours' cache line
 }
 
 func (t *tenants) init(n int) {
 	t.seed = maphash.MakeSeed()
 	t.per = max(1, n/numShards)
 	for i := range t.shards {
-		t.shards[i].m = make(map[bucketKey]*bucket)
+		t.shards[i].def = make(map[string]*bucket)
+		t.shards[i].named = make(map[bucketKey]*bucket)
 	}
 }
 
@@ -61,10 +67,19 @@ func (t *tenants) shard(tenant string) *shard {
 	return &t.shards[maphash.String(t.seed, tenant)%numShards]
 }
 
+func (sh *shard) get(quota, tenant string) *bucket {
+	if quota == "" {
+		return sh.def[tenant]
+	}
+	return sh.named[bucketKey{quota, tenant}]
+}
+
+func (sh *shard) len() int { return len(sh.def) + len(sh.named) }
+
 func (t *tenants) find(quota, tenant string) *bucket {
 	sh := t.shard(tenant)
 	sh.mu.RLock()
-	b := sh.m[bucketKey{quota, tenant}]
+	b := sh.get(quota, tenant)
 	sh.mu.RUnlock()
 	return b
 }
@@ -75,30 +90,63 @@ func (t *tenants) add(quota, tenant string, lim *limitState) *bucket {
 	sh := t.shard(tenant)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if b := sh.m[bucketKey{quota, tenant}]; b != nil {
+	if b := sh.get(quota, tenant); b != nil {
 		return b
 	}
-	if len(sh.m) >= t.per {
-		for k := range sh.m {
-			delete(sh.m, k)
-			break
-		}
+	if sh.len() >= t.per {
+		sh.evictLocked()
 	}
 	// A copy: the key must not keep the request's header memory alive.
 	k := bucketKey{strings.Clone(quota), strings.Clone(tenant)}
 	b := &bucket{lim: lim, key: k}
-	sh.m[k] = b
+	if quota == "" {
+		sh.def[k.tenant] = b
+	} else {
+		sh.named[k] = b
+	}
 	return b
+}
+
+// evictLocked forgets one bucket, the first in a map's iteration order:
+// an arbitrary one. REQUIRES sh.mu held.
+func (sh *shard) evictLocked() {
+	for k := range sh.def {
+		delete(sh.def, k)
+		return
+	}
+	for k := range sh.named {
+		delete(sh.named, k)
+		return
+	}
 }
 
 // remove forgets b if it is still idle and owes nothing.
 func (t *tenants) remove(b *bucket) {
 	sh := t.shard(b.key.tenant)
 	sh.mu.Lock()
-	if sh.m[b.key] == b && b.used.Load() == 0 && b.denied.Load() == 0 && b.avail.Load() >= 0 {
-		delete(sh.m, b.key)
+	if sh.get(b.key.quota, b.key.tenant) == b && b.used.Load() == 0 && b.denied.Load() == 0 && b.avail.Load() >= 0 {
+		if b.key.quota == "" {
+			delete(sh.def, b.key.tenant)
+		} else {
+			delete(sh.named, b.key)
+		}
 	}
 	sh.mu.Unlock()
+}
+
+// each calls f for every bucket, a shard at a time under its read lock.
+func (t *tenants) each(f func(*bucket)) {
+	for i := range t.shards {
+		sh := &t.shards[i]
+		sh.mu.RLock()
+		for _, b := range sh.def {
+			f(b)
+		}
+		for _, b := range sh.named {
+			f(b)
+		}
+		sh.mu.RUnlock()
+	}
 }
 
 func (t *tenants) len() int {
@@ -106,7 +154,7 @@ func (t *tenants) len() int {
 	for i := range t.shards {
 		sh := &t.shards[i]
 		sh.mu.RLock()
-		n += len(sh.m)
+		n += sh.len()
 		sh.mu.RUnlock()
 	}
 	return n
