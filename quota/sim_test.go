@@ -26,7 +26,7 @@ func TestSimulationFleet(t *testing.T) {
 			burst     = 40
 			step      = 10 * time.Millisecond
 			steps     = 600 // 6 s
-			warm      = 100  // 1 s: the burst spent, heartbeats counted
+			warm      = 100 // 1 s: the burst spent, heartbeats counted
 		)
 		store := quota.NewMemoryStore()
 		var ls [instances]*quota.Limiter

@@ -104,20 +104,20 @@ func (o Options) Validate() error {
 // App is one assembled `sluice serve`: build it with New, run it once with
 // Run. Its methods are safe for concurrent use.
 type App struct {
-	cfg     *config.Config
-	log     *slog.Logger
-	ctrl    *admission.Controller
-	quota   *quota.Limiter // nil: no tenants.quota
+	cfg   *config.Config
+	log   *slog.Logger
+	ctrl  *admission.Controller
+	quota *quota.Limiter // nil: no tenants.quota
 	// closeQuota closes the quota's store, once Run has stopped its leases.
 	closeQuota func() error
-	srv     *server.Server
-	mode    mode         // *front or *library
-	adm     *adminServer // nil when the admin listener is off
-	rl      *reloader    // nil when reload is not enabled
-	live    live         // what a reload changes while serving
-	hup     <-chan os.Signal
-	ln      net.Listener // Options.Listener; nil: listen on server.listen
-	version string
+	srv        *server.Server
+	mode       mode         // *front or *library
+	adm        *adminServer // nil when the admin listener is off
+	rl         *reloader    // nil when reload is not enabled
+	live       live         // what a reload changes while serving
+	hup        <-chan os.Signal
+	ln         net.Listener // Options.Listener; nil: listen on server.listen
+	version    string
 	// tasks are the rolling restarts the admin listener and reloads
 	// start: they run under the group's context and are waited for.
 	tasks tasks

@@ -215,3 +215,38 @@ func TestOutageAndReturn(t *testing.T) {
 		t.Errorf("slowest Take %v; want no request to wait on Redis", slowest)
 	}
 }
+
+// FuzzKey: any two tenants, under any two quota names, lease from keys of
+// their own in Redis. The seeds run in every `go test` (with redis-server).
+func FuzzKey(f *testing.F) {
+	f.Add("", "a", "", "b")
+	f.Add("", "a:b", "a", "b")
+	f.Add("routes[1]", "{x}", "routes[1]", "{x}\x00")
+	f.Add("q", "é\xff", "", "q:é\xff")
+	r := testutil.StartRedis(f)
+	s := newStore(f, r.URL())
+	ctx := context.Background()
+	f.Fuzz(func(t *testing.T, q1, t1, q2, t2 string) {
+		if strings.Contains(q1, ":") || strings.Contains(q2, ":") || (q1 == q2 && t1 == t2) {
+			t.Skip("quota names have no ':'; the tenants must differ")
+		}
+		if s.Key(q1, t1) == s.Key(q2, t2) {
+			t.Fatalf("Key(%q, %q) = Key(%q, %q)", q1, t1, q2, t2)
+		}
+		// A rate of one a day: the burst is all there is.
+		const day = 1.0 / 86400
+		ls := []quota.Lease{{Quota: q1, Tenant: t1, Rate: day, Burst: 1, Want: 1}}
+		if err := s.Lease(ctx, ls); err != nil {
+			t.Fatal(err)
+		}
+		first := ls[0].Granted
+		ls = []quota.Lease{{Quota: q2, Tenant: t2, Rate: day, Burst: 1, Want: 1}}
+		if err := s.Lease(ctx, ls); err != nil {
+			t.Fatal(err)
+		}
+		if first == 1 && ls[0].Granted != 1 {
+			t.Errorf("(%q, %q) was refused after (%q, %q) took its burst", q2, t2, q1, t1)
+		}
+		client(t, r).Del(ctx, s.Key(q1, t1), s.Key(q2, t2))
+	})
+}
