@@ -33,7 +33,7 @@ func classifier(cfg *config.Config) (*admission.Classifier, error) {
 		}
 		rule := admission.Rule{Method: r.Match.Method, PathPrefix: r.Match.PathPrefix, Priority: p, Cost: r.Cost, Timeout: r.Timeout}
 		if r.Quota != nil {
-			rule.Quota = config.QuotaName(len(c.Rules))
+			rule.Quota = config.QuotaName(&r)
 		}
 		if h := r.Match.Header; h != "" {
 			name, value, _ := strings.Cut(h, ":")

@@ -25,12 +25,12 @@ func quotaOptions(cfg *config.Config, log *slog.Logger) (o quota.Options, close 
 		MaxTracked: cfg.Tenants.MaxTracked,
 		Logger:     log,
 	}
-	for i, r := range cfg.Routes {
+	for _, r := range cfg.Routes {
 		if r.Quota != nil {
 			if o.Limits == nil {
 				o.Limits = make(map[string]quota.Limit)
 			}
-			o.Limits[config.QuotaName(i)] = quota.Limit{Rate: r.Quota.Rate, Burst: r.Quota.Burst}
+			o.Limits[config.QuotaName(&r)] = quota.Limit{Rate: r.Quota.Rate, Burst: r.Quota.Burst}
 		}
 	}
 	for _, name := range q.Exempt {

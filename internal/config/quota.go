@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"hash/fnv"
 	"net/url"
 	"strings"
 	"time"
@@ -111,6 +112,15 @@ func shownURL(s string) string {
 	return fmt.Sprintf("%q", s)
 }
 
-// QuotaName is the name a route's own quota is counted under
-// (admission.Rule.Quota): its place in the file.
-func QuotaName(route int) string { return fmt.Sprintf("routes[%d]", route) }
+// QuotaName is the name route r's own quota is counted under
+// (admission.Rule.Quota, and in the store's keys): a hash of its match,
+// so that it stays the route's when routes are added or reordered, and is
+// the same on every instance with the same file.
+func QuotaName(r *Route) string {
+	h := fnv.New64a()
+	for _, s := range []string{r.Match.Method, r.Match.PathPrefix, r.Match.Header} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	return fmt.Sprintf("route-%016x", h.Sum64())
+}

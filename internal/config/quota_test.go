@@ -57,3 +57,21 @@ routes:
 		}
 	}
 }
+
+func TestQuotaName(t *testing.T) {
+	a := config.Route{Match: config.Match{PathPrefix: "/search"}}
+	b := config.Route{Match: config.Match{PathPrefix: "/search", Method: "GET"}}
+	c := config.Route{Match: config.Match{PathPrefix: "/sear", Header: "ch"}}
+	if config.QuotaName(&a) != config.QuotaName(&config.Route{Match: a.Match, Priority: "sheddable"}) {
+		t.Error("the same match named twice differently; want a name from the match alone")
+	}
+	names := map[string]bool{config.QuotaName(&a): true, config.QuotaName(&b): true, config.QuotaName(&c): true}
+	if len(names) != 3 {
+		t.Errorf("names %v; want three different ones for three matches", names)
+	}
+	for n := range names {
+		if strings.Contains(n, ":") || n == "" {
+			t.Errorf("name %q: want no ':' (the store's key separator), not empty", n)
+		}
+	}
+}

@@ -85,7 +85,9 @@ func New(o Options) (*Store, error) {
 }
 
 // Dial returns a client for url (see Options.URL), without connecting.
-// Calls are bounded by their context's deadline, and retried once.
+// Calls are bounded by their context's deadline and never retried: a
+// lease sent twice would be granted twice, and the next interval asks
+// again anyway.
 func Dial(url string) (redis.UniversalClient, error) {
 	scheme, rest, ok := strings.Cut(url, "://")
 	if !ok {
@@ -102,21 +104,21 @@ func Dial(url string) (redis.UniversalClient, error) {
 		if err != nil {
 			return nil, fmt.Errorf("redisquota: URL: %w", err)
 		}
-		o.ContextTimeoutEnabled, o.MaxRetries = true, 1
+		o.ContextTimeoutEnabled, o.MaxRetries = true, -1
 		return redis.NewClient(o), nil
 	case "cluster":
 		o, err := redis.ParseClusterURL(plain)
 		if err != nil {
 			return nil, fmt.Errorf("redisquota: URL: %w", err)
 		}
-		o.ContextTimeoutEnabled, o.MaxRetries = true, 1
+		o.ContextTimeoutEnabled, o.MaxRetries = true, -1
 		return redis.NewClusterClient(o), nil
 	case "sentinel":
 		o, err := redis.ParseFailoverURL(plain)
 		if err != nil {
 			return nil, fmt.Errorf("redisquota: URL: %w", err)
 		}
-		o.ContextTimeoutEnabled, o.MaxRetries = true, 1
+		o.ContextTimeoutEnabled, o.MaxRetries = true, -1
 		return redis.NewFailoverClient(o), nil
 	}
 	return nil, fmt.Errorf("redisquota: URL %q: scheme %q: want redis, redis+cluster or redis+sentinel", url, scheme)
