@@ -9,6 +9,9 @@ import (
 
 // bucket is one tenant's local tokens under one limit.
 type bucket struct {
+	// check tells this bucket's tenant from another whose first hash is
+	// the same (see tenants): read with avail, on the same cache line.
+	check uint64
 	// avail is the tokens leased and not yet taken; below zero, the
 	// requests admitted on credit that the next lease pays for.
 	avail atomic.Int64
@@ -21,6 +24,7 @@ type bucket struct {
 
 	lim *limitState
 	key bucketKey
+	h   uint64 // its key in the shard's map
 
 	// Owned by the lease goroutine.
 	idle  int     // leases since the last request
@@ -31,55 +35,73 @@ type bucket struct {
 type bucketKey struct{ quota, tenant string }
 
 // tenants is the set of buckets, sharded so that a tenant's lookup takes
-// only its shard's read lock. Each shard holds at most its share of
-// MaxTracked buckets (one at least): a new tenant in a full shard replaces one (the map's
-// first in iteration order, an arbitrary one). Losing a bucket loses its
-// leased tokens, or forgives its credit: at most one credit's worth of
-// requests more for a tenant pushed out, which the bound is worth.
+// only its shard's read lock. A bucket is found by a 64-bit hash of its
+// name, and told apart by a second, independent one (check), so that a
+// request's lookup touches the map and the bucket and not the key's
+// bytes: with thousands of tenants each of those is a cache miss. The
+// hashes are seeded at random per process; two names would share a
+// bucket only if both collided, a chance of 2^-128 a pair. A name whose
+// first hash alone collides with a tracked one is kept apart, in
+// collided. Each shard holds at most its share of MaxTracked buckets (one
+// at least): a new tenant in a full shard replaces one (the map's first
+// in iteration order, an arbitrary one). Losing a bucket loses its leased
+// tokens, or forgives its credit: at most one credit's worth of requests
+// more for a tenant pushed out, which the bound is worth.
 type tenants struct {
-	seed   maphash.Seed
-	per    int // buckets per shard
-	shards [numShards]shard
+	seed, seed2 maphash.Seed
+	per         int // buckets per shard
+	shards      [numShards]shard
 }
 
 const numShards = 32
 
-// shard holds its tenants' buckets: under the default limit by tenant
-// alone, one string to hash and compare on most requests' path; under a
-// named one (a route's own) by name and tenant.
 type shard struct {
-	mu    sync.RWMutex
-	def   map[string]*bucket
-	named map[bucketKey]*bucket
-	_     [64]byte // a shard's lock off its neighbours' cache line
+	mu       sync.RWMutex
+	m        map[uint64]*bucket
+	collided map[bucketKey]*bucket
+	_        [64]byte // a shard's lock off its neighbours' cache line
 }
 
 func (t *tenants) init(n int) {
-	t.seed = maphash.MakeSeed()
+	t.seed, t.seed2 = maphash.MakeSeed(), maphash.MakeSeed()
 	t.per = max(1, n/numShards)
 	for i := range t.shards {
-		t.shards[i].def = make(map[string]*bucket)
-		t.shards[i].named = make(map[bucketKey]*bucket)
+		t.shards[i].m = make(map[uint64]*bucket)
+		t.shards[i].collided = make(map[bucketKey]*bucket)
 	}
 }
 
-func (t *tenants) shard(tenant string) *shard {
-	return &t.shards[maphash.String(t.seed, tenant)%numShards]
-}
-
-func (sh *shard) get(quota, tenant string) *bucket {
-	if quota == "" {
-		return sh.def[tenant]
+// hashes returns the two hashes of (quota, tenant).
+func (t *tenants) hashes(quota, tenant string) (h, check uint64) {
+	h, check = maphash.String(t.seed, tenant), maphash.String(t.seed2, tenant)
+	if quota != "" {
+		h ^= maphash.String(t.seed, quota) * 0x9e3779b97f4a7c15
+		check ^= maphash.String(t.seed2, quota) * 0x9e3779b97f4a7c15
 	}
-	return sh.named[bucketKey{quota, tenant}]
+	return h, check
 }
 
-func (sh *shard) len() int { return len(sh.def) + len(sh.named) }
+func (t *tenants) shard(h uint64) *shard { return &t.shards[h>>59] } // the map uses the low bits
+
+// getLocked returns the bucket of (quota, tenant). REQUIRES sh.mu held
+// (read or write).
+func (sh *shard) getLocked(h, check uint64, quota, tenant string) *bucket {
+	if b := sh.m[h]; b != nil && b.check == check {
+		return b
+	}
+	if len(sh.collided) == 0 {
+		return nil
+	}
+	return sh.collided[bucketKey{quota, tenant}]
+}
+
+func (sh *shard) len() int { return len(sh.m) + len(sh.collided) }
 
 func (t *tenants) find(quota, tenant string) *bucket {
-	sh := t.shard(tenant)
+	h, check := t.hashes(quota, tenant)
+	sh := t.shard(h)
 	sh.mu.RLock()
-	b := sh.get(quota, tenant)
+	b := sh.getLocked(h, check, quota, tenant)
 	sh.mu.RUnlock()
 	return b
 }
@@ -87,22 +109,22 @@ func (t *tenants) find(quota, tenant string) *bucket {
 // add returns the tenant's bucket, made now under lim unless another
 // request made it first.
 func (t *tenants) add(quota, tenant string, lim *limitState) *bucket {
-	sh := t.shard(tenant)
+	h, check := t.hashes(quota, tenant)
+	sh := t.shard(h)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if b := sh.get(quota, tenant); b != nil {
+	if b := sh.getLocked(h, check, quota, tenant); b != nil {
 		return b
 	}
 	if sh.len() >= t.per {
 		sh.evictLocked()
 	}
 	// A copy: the key must not keep the request's header memory alive.
-	k := bucketKey{strings.Clone(quota), strings.Clone(tenant)}
-	b := &bucket{lim: lim, key: k}
-	if quota == "" {
-		sh.def[k.tenant] = b
+	b := &bucket{check: check, lim: lim, h: h, key: bucketKey{strings.Clone(quota), strings.Clone(tenant)}}
+	if sh.m[h] == nil {
+		sh.m[h] = b
 	} else {
-		sh.named[k] = b
+		sh.collided[b.key] = b
 	}
 	return b
 }
@@ -110,25 +132,25 @@ func (t *tenants) add(quota, tenant string, lim *limitState) *bucket {
 // evictLocked forgets one bucket, the first in a map's iteration order:
 // an arbitrary one. REQUIRES sh.mu held.
 func (sh *shard) evictLocked() {
-	for k := range sh.def {
-		delete(sh.def, k)
+	for k := range sh.collided {
+		delete(sh.collided, k)
 		return
 	}
-	for k := range sh.named {
-		delete(sh.named, k)
+	for h := range sh.m {
+		delete(sh.m, h)
 		return
 	}
 }
 
 // remove forgets b if it is still idle and owes nothing.
 func (t *tenants) remove(b *bucket) {
-	sh := t.shard(b.key.tenant)
+	sh := t.shard(b.h)
 	sh.mu.Lock()
-	if sh.get(b.key.quota, b.key.tenant) == b && b.used.Load() == 0 && b.denied.Load() == 0 && b.avail.Load() >= 0 {
-		if b.key.quota == "" {
-			delete(sh.def, b.key.tenant)
-		} else {
-			delete(sh.named, b.key)
+	if b.used.Load() == 0 && b.denied.Load() == 0 && b.avail.Load() >= 0 {
+		if sh.m[b.h] == b {
+			delete(sh.m, b.h)
+		} else if sh.collided[b.key] == b {
+			delete(sh.collided, b.key)
 		}
 	}
 	sh.mu.Unlock()
@@ -139,10 +161,10 @@ func (t *tenants) each(f func(*bucket)) {
 	for i := range t.shards {
 		sh := &t.shards[i]
 		sh.mu.RLock()
-		for _, b := range sh.def {
+		for _, b := range sh.m {
 			f(b)
 		}
-		for _, b := range sh.named {
+		for _, b := range sh.collided {
 			f(b)
 		}
 		sh.mu.RUnlock()
