@@ -51,8 +51,8 @@ type leaser struct {
 // asking, whether the store answers.
 func (r *leaser) heartbeat(ctx context.Context) {
 	l := r.l
-	ctx, cancel := context.WithTimeout(ctx, l.o.Timeout)
-	n, err := l.o.Store.Heartbeat(ctx, l.o.ID, 3*l.o.Heartbeat)
+	cctx, cancel := context.WithTimeout(ctx, l.o.Timeout)
+	n, err := l.o.Store.Heartbeat(cctx, l.o.ID, 3*l.o.Heartbeat)
 	cancel()
 	if err != nil {
 		r.failed(ctx, err)
