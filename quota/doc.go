@@ -30,14 +30,16 @@
 //
 // # When the store is slow or gone
 //
-// Leases run on the Limiter's own goroutine (Run), each call bounded by
-// Timeout, so a slow or unreachable store never delays a request. While it
-// fails, each instance fails open to its local share of each tenant's
-// rate: rate / instances, the instances counted from the heartbeats they
-// keep in the store (or Options.Instances), the last count known before
-// the failure. The first failure is logged, and the return; Stats says
-// which holds. The store's state is its own again at the first lease that
-// succeeds, one Interval after its return.
+// Leases and heartbeats run on the Limiter's own goroutines (Run), each
+// call bounded by Timeout, so a slow or unreachable store never delays a
+// request. While it fails, each instance fails open to its local share of
+// each tenant's rate: rate / instances, the instances counted from the
+// heartbeats they keep in the store (or Options.Instances), the last count
+// known before the failure; the store is not asked again until a
+// heartbeat goes through, so that a store that hangs does not delay the
+// local shares. The first failure is logged, and the return; Stats says
+// which holds. The store's state is its own again at the first lease
+// that succeeds, within a heartbeat and an Interval of its return.
 //
 // # Memory
 //

@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"math"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -12,16 +14,32 @@ import (
 const maxBatch = 1000
 
 // Run leases tokens from the store every Interval and keeps this
-// instance's heartbeat, until ctx is done; it then returns nil. Call it
-// once, on a goroutine of its own. No request waits for it: requests it
-// has not leased for yet are admitted on credit, or refused.
+// instance's heartbeat, until ctx is done; it then returns nil, having
+// waited for the heartbeat's goroutine, the one it starts. Call it once,
+// on a goroutine of its own. No request waits for it: requests it has not
+// leased for yet are admitted on credit, or refused.
 func (l *Limiter) Run(ctx context.Context) error {
 	r := leaser{l: l}
+	var wg sync.WaitGroup
+	// Heartbeats on a goroutine of their own: a store that hangs makes
+	// each wait its Timeout, which must not hold up the leases (nor the
+	// local shares handed out while the store fails).
+	wg.Go(func() {
+		tick := time.NewTicker(l.o.Heartbeat)
+		defer tick.Stop()
+		for {
+			r.heartbeat(ctx)
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	})
+	defer wg.Wait()
 	tick := time.NewTicker(l.o.Interval)
 	defer tick.Stop()
 	last := time.Now()
-	r.heartbeat(ctx)
-	lastBeat := last
 	for {
 		select {
 		case <-ctx.Done():
@@ -29,21 +47,19 @@ func (l *Limiter) Run(ctx context.Context) error {
 		case <-tick.C:
 		}
 		now := time.Now()
-		if now.Sub(lastBeat) >= l.o.Heartbeat {
-			r.heartbeat(ctx)
-			lastBeat = now
-		}
 		r.lease(ctx, now, now.Sub(last))
 		last = now
 	}
 }
 
-// leaser is Run's state: scratch space reused from one lease to the next.
+// leaser is Run's state: scratch space reused from one lease to the next,
+// owned by the lease loop, and what the heartbeat tells it.
 type leaser struct {
 	l      *Limiter
 	leases []Lease
 	refs   []*bucket
 	idle   []*bucket
+	probe  atomic.Bool // a heartbeat went through while the store was failing
 }
 
 // heartbeat counts this instance in the store, and the instances there
@@ -58,7 +74,9 @@ func (r *leaser) heartbeat(ctx context.Context) {
 		r.failed(ctx, err)
 		return
 	}
-	r.recovered()
+	// Leases, not heartbeats, say the store is back: the next lease asks
+	// it.
+	r.probe.Store(l.storeDown.Load())
 	if l.o.Instances == 0 {
 		l.instances.Store(int64(max(n, 1)))
 		l.setInstances(int64(max(n, 1)))
@@ -74,7 +92,7 @@ func (r *leaser) lease(ctx context.Context, now time.Time, dt time.Duration) {
 	idleAfter := int(l.o.IdleTimeout / l.o.Interval)
 	r.leases, r.refs, r.idle = r.leases[:0], r.refs[:0], r.idle[:0]
 	l.t.each(func(b *bucket) {
-		if want := r.demand(b, n, idleAfter); want > 0 {
+		if want := r.demand(b, n, idleAfter, dt); want > 0 {
 			r.leases = append(r.leases, Lease{
 				Quota: b.key.quota, Tenant: b.key.tenant,
 				Rate: b.lim.Rate, Burst: storeBurst(b.lim, n), Want: want,
@@ -86,10 +104,17 @@ func (r *leaser) lease(ctx context.Context, now time.Time, dt time.Duration) {
 		l.t.remove(b)
 	}
 	since := now.Sub(l.epoch)
+	// While the store fails, it is asked again only once a heartbeat has
+	// gone through (probe): a store that hangs costs each lease its
+	// Timeout, and the tenants' local shares would come that much later.
+	probe := r.probe.Swap(false)
+	if probe && len(r.leases) == 0 {
+		r.recovered() // nothing to lease: the heartbeat is the evidence
+	}
 	for start := 0; start < len(r.leases); start += maxBatch {
 		end := min(start+maxBatch, len(r.leases))
 		batch, refs := r.leases[start:end], r.refs[start:end]
-		if !l.storeDown.Load() || start == 0 {
+		if !l.storeDown.Load() || (start == 0 && probe) {
 			cctx, cancel := context.WithTimeout(ctx, l.o.Timeout)
 			err := l.o.Store.Lease(cctx, batch)
 			cancel()
@@ -105,9 +130,9 @@ func (r *leaser) lease(ctx context.Context, now time.Time, dt time.Duration) {
 }
 
 // demand returns how many tokens b should ask for, and takes its
-// counts since the last lease. A tenant idle for idleAfter leases is
-// marked to be forgotten.
-func (r *leaser) demand(b *bucket, n int64, idleAfter int) int64 {
+// counts since the last lease, dt ago. A tenant idle for idleAfter leases
+// is marked to be forgotten.
+func (r *leaser) demand(b *bucket, n int64, idleAfter int, dt time.Duration) int64 {
 	used, denied := b.used.Swap(0), b.denied.Swap(0)
 	r.l.allowed.Add(uint64(used))
 	r.l.rejected.Add(uint64(denied))
@@ -129,9 +154,10 @@ func (r *leaser) demand(b *bucket, n int64, idleAfter int) int64 {
 		return 0
 	}
 	// As many as were asked for since the last lease, bounded by what the
-	// store could grant by the next: the rate over two intervals and the
-	// burst. A debt (avail < 0) is paid first.
-	ahead := int64(math.Ceil(2*b.lim.Rate*r.l.o.Interval.Seconds())) + storeBurst(b.lim, n)
+	// store could grant by the next: the rate over two intervals (or two
+	// of the time the last one took, when leases come late) and the burst.
+	// A debt (avail < 0) is paid first.
+	ahead := int64(math.Ceil(2*b.lim.Rate*max(dt, r.l.o.Interval).Seconds())) + storeBurst(b.lim, n)
 	return min(asked, ahead) - avail
 }
 
@@ -173,9 +199,10 @@ func (r *leaser) grantLocally(batch []Lease, refs []*bucket, n int64, dt time.Du
 	for i := range batch {
 		ls, b := &batch[i], refs[i]
 		share := b.lim.Rate / float64(n)
-		b.local = math.Min(b.local+share*dt.Seconds(), math.Max(1, float64(b.lim.Burst)/float64(n)))
+		b.local += share * dt.Seconds()
 		g := min(ls.Want, int64(b.local))
-		b.local -= float64(g)
+		// What is not taken is kept up to a local share of the burst.
+		b.local = math.Min(b.local-float64(g), math.Max(1, float64(b.lim.Burst)/float64(n)))
 		avail := b.avail.Add(g)
 		wait := time.Duration((1 - b.local) / share * float64(time.Second))
 		b.retryAt.Store(int64(r.next(b, avail, since, wait, share)))

@@ -294,3 +294,43 @@ func TestMemoryBounded(t *testing.T) {
 		}
 	})
 }
+
+// hung is a store that answers nothing until its caller's deadline.
+type hung struct{}
+
+func (hung) Lease(ctx context.Context, _ []quota.Lease) error { <-ctx.Done(); return ctx.Err() }
+func (hung) Heartbeat(ctx context.Context, _ string, _ time.Duration) (int, error) {
+	<-ctx.Done()
+	return 0, ctx.Err()
+}
+
+// TestStoreHung: a store that never answers costs each lease its Timeout,
+// on the lease goroutine; no Take waits, and the tenant gets the local
+// share of its rate (here all of it: one instance configured).
+func TestStoreHung(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter(t, quota.Options{Store: hung{}, Limit: quota.Limit{Rate: 50, Burst: 10}, Instances: 1, Timeout: time.Second})
+		run(t, l)
+		admitted := 0
+		for range 500 { // 5 s
+			start := time.Now()
+			for range 3 {
+				if ok, _ := l.Take(admission.Request{Tenant: "t"}); ok {
+					admitted++
+				}
+			}
+			if time.Since(start) != 0 {
+				t.Fatal("a Take waited on the store")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if st := l.Stats(); st.StoreUp || st.StoreErrors == 0 {
+			t.Errorf("Stats() = %+v; want the store down", st)
+		}
+		// 50/s locally, from the first failed lease (1 s in), the burst
+		// once at most: about 200 to 260 in 5 s.
+		if admitted < 180 || admitted > 270 {
+			t.Errorf("%d admitted in 5 s at 150/s asked, the store hung; want about 200-260 (rate 50, locally)", admitted)
+		}
+	})
+}
