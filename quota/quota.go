@@ -58,8 +58,9 @@ type Options struct {
 	// Limit is the quota of the requests that name none (Request.Quota "").
 	Limit Limit
 	// Limits are the named quotas (a route's own, Request.Quota); a
-	// request naming one not here is counted under Limit, apart from the
-	// requests that name none. Names may not contain ':'.
+	// request naming one not here is counted under Limit, with the
+	// requests that name none (as a route given a quota by a reload is,
+	// until a restart). Names may not contain ':'.
 	Limits map[string]Limit
 	// Exempt are the priorities never limited (health checks, critical
 	// traffic a route marks critical-plus).
@@ -219,9 +220,15 @@ func (l *Limiter) Take(req admission.Request) (bool, time.Duration) {
 	if l.exempt[prioIndex(req.Priority)] {
 		return true, 0
 	}
-	b := l.t.find(req.Quota, req.Tenant)
+	q, lim := req.Quota, l.def
+	if q != "" {
+		if lim = l.named[q]; lim == nil {
+			q, lim = "", l.def
+		}
+	}
+	b := l.t.find(q, req.Tenant)
 	if b == nil {
-		b = l.t.add(req.Quota, req.Tenant, l.limitOf(req.Quota))
+		b = l.t.add(q, req.Tenant, lim)
 	}
 	if b.avail.Add(-1) >= -b.lim.credit.Load() {
 		b.used.Add(1)
@@ -230,13 +237,6 @@ func (l *Limiter) Take(req admission.Request) (bool, time.Duration) {
 	b.avail.Add(1)
 	b.denied.Add(1)
 	return false, l.retryAfter(b)
-}
-
-func (l *Limiter) limitOf(name string) *limitState {
-	if s, ok := l.named[name]; ok {
-		return s
-	}
-	return l.def
 }
 
 // retryAfter is when b's next request would be accepted: when the store

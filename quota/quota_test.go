@@ -334,3 +334,18 @@ func TestStoreHung(t *testing.T) {
 		}
 	})
 }
+
+// A request naming a limit the Limiter was not given is counted under the
+// default one, with the requests that name none; a named one apart.
+func TestNamedLimits(t *testing.T) {
+	l := newLimiter(t, quota.Options{Limit: quota.Limit{Rate: 1, Burst: 4}, Limits: map[string]quota.Limit{"search": {Rate: 1, Burst: 4}}, Instances: 1})
+	if ok, _ := l.Take(admission.Request{Tenant: "a"}); !ok {
+		t.Fatal("first request refused")
+	}
+	if ok, _ := l.Take(admission.Request{Tenant: "a", Quota: "unknown"}); ok {
+		t.Error("a request naming an unknown limit was admitted on a credit of its own; want it counted with the default's")
+	}
+	if ok, _ := l.Take(admission.Request{Tenant: "a", Quota: "search"}); !ok {
+		t.Error("the named limit's first request refused; want it counted apart")
+	}
+}
