@@ -44,6 +44,9 @@ type Rule struct {
 	Cost     int
 	// Timeout bounds the whole request from its arrival; zero means none.
 	Timeout time.Duration
+	// Quota names the rate limit its requests are counted under
+	// (Request.Quota); "" the default one.
+	Quota string
 }
 
 func (r *Rule) matches(req *http.Request, path string) bool {
@@ -185,7 +188,7 @@ func (c *Classifier) Classify(r *http.Request) Request {
 	var timeout time.Duration
 	if i := c.Match(r); i >= 0 {
 		rule := &c.Rules[i]
-		req.Priority, req.Cost, timeout = rule.Priority, rule.Cost, rule.Timeout
+		req.Priority, req.Cost, timeout, req.Quota = rule.Priority, rule.Cost, rule.Timeout, rule.Quota
 	}
 	peer := peerAddr(r)
 	trusted := contains(c.TrustedPeers, peer)

@@ -85,6 +85,7 @@ type Controller struct {
 	admitted     atomic.Uint64 // admissions after the slow path
 
 	alg           limit.Algorithm
+	quota         Quota // nil: none
 	signal        limit.Signal
 	maxSaturation float64
 	queueTimeout  time.Duration
@@ -129,6 +130,7 @@ func New(o Options) (*Controller, error) {
 	c := &Controller{
 		epoch:         time.Now(),
 		alg:           o.Limit,
+		quota:         o.Quota,
 		signal:        o.Signal,
 		maxSaturation: o.MaxSaturation,
 		queueTimeout:  o.QueueTimeout,
@@ -279,6 +281,11 @@ func (c *Controller) since() time.Duration { return time.Since(c.epoch) }
 // caller gave up while queued: such a request is dropped silently, and a
 // slot granted to it at the same instant is handed on, not leaked.
 func (c *Controller) Acquire(ctx context.Context, req Request) (Permit, error) {
+	if c.quota != nil {
+		if ok, retry := c.quota.Take(req); !ok {
+			return Permit{}, c.shedQuota(retry)
+		}
+	}
 	cost := req.cost()
 	ci := req.Priority.classIndex()
 	// One atomic add takes the slots optimistically (a load and a

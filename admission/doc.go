@@ -48,7 +48,10 @@
 // 429) with Retry-After and a Sluice-Shed header naming the reason. A
 // Classifier maps requests to their class, tenant, cost and deadline, and
 // believes the Sluice-Priority, Sluice-Tenant and Sluice-Timeout headers only
-// from trusted peers. Around any other unit of work, call Acquire and give
+// from trusted peers. Options.Quota adds a rate limit per tenant, asked
+// before a request may take or wait for a slot (ReasonQuota, a 429 whose
+// Retry-After is the quota's; package quota implements it across
+// instances). Around any other unit of work, call Acquire and give
 // the Permit back with Release or Done (Done feeds the limit algorithm a
 // latency sample); a caller that never calls Done sets Request.Untimed.
 //

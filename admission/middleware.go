@@ -22,7 +22,7 @@ type Middleware struct {
 	Classify func(*http.Request) Request
 
 	// Rejected writes the response for a shed request. nil means
-	// WriteShed with the Controller's RetryAfter.
+	// WriteShed with the Controller's RetryAfterFor the refusal.
 	Rejected func(w http.ResponseWriter, r *http.Request, reason Reason)
 
 	// Observe, when set, is told how each request left the wait for its
@@ -48,11 +48,6 @@ func (m *Middleware) Wrap(next http.Handler) http.Handler {
 		panic("admission: Middleware.Controller is nil")
 	}
 	rejected := m.Rejected
-	if rejected == nil {
-		rejected = func(w http.ResponseWriter, r *http.Request, reason Reason) {
-			WriteShed(w, reason, c.RetryAfter())
-		}
-	}
 	classify, observe := m.Classify, m.Observe
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req Request
@@ -70,7 +65,11 @@ func (m *Middleware) Wrap(next http.Handler) http.Handler {
 		}
 		if err != nil {
 			if reason, ok := ShedReason(err); ok {
-				rejected(w, r, reason)
+				if rejected == nil {
+					WriteShed(w, reason, c.RetryAfterFor(err))
+				} else {
+					rejected(w, r, reason)
+				}
 			}
 			return
 		}
@@ -128,12 +127,13 @@ func (c *Controller) RetryAfter() time.Duration {
 }
 
 // WriteShed writes sluice's shed response: 503 (429 for ReasonTenant, a
-// tenant over its fair share while others are served), Retry-After in whole
+// tenant over its fair share while others are served, and ReasonQuota, a
+// tenant over its rate quota), Retry-After in whole
 // seconds (at least 1), a Sluice-Shed header naming the reason, and a short
 // text body.
 func WriteShed(w http.ResponseWriter, reason Reason, retryAfter time.Duration) {
 	code, body := http.StatusServiceUnavailable, "Service Busy\n"
-	if reason == ReasonTenant {
+	if reason == ReasonTenant || reason == ReasonQuota {
 		code, body = http.StatusTooManyRequests, "Too Many Requests\n"
 	}
 	secs := int64(math.Ceil(retryAfter.Seconds()))

@@ -24,6 +24,7 @@ func TestWriteShed(t *testing.T) {
 		{admission.ReasonQueueTimeout, 1500 * time.Millisecond, 503, "2"},
 		{admission.ReasonShutdown, 3 * time.Second, 503, "3"},
 		{admission.ReasonTenant, time.Second, 429, "1"},
+		{admission.ReasonQuota, 4 * time.Second, 429, "4"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.reason.String(), func(t *testing.T) {

@@ -106,6 +106,11 @@ type Options struct {
 	// out serves each one when it has waited nearly CoDel's threshold.
 	// sluice's configuration turns it on by default.
 	AdaptiveLIFO bool
+
+	// Quota, when set, is asked before each request may take or wait for
+	// a slot; a request over its tenant's quota is shed with ReasonQuota.
+	// nil means no quota: Acquire then costs nothing more.
+	Quota Quota
 }
 
 // Validate reports every invalid field of o, one error each

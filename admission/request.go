@@ -77,6 +77,9 @@ type Request struct {
 	// clock, which is most of the fast path's cost; Done on such a Permit
 	// gives the slot back without a sample, as Release does.
 	Untimed bool
+	// Quota names the rate limit of the Controller's Quota that applies:
+	// "" the default one, another name a route's own (Rule.Quota).
+	Quota string
 }
 
 func (r *Request) cost() int64 {

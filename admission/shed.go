@@ -3,6 +3,7 @@ package admission
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Reason says why a request was not admitted. Its string form is the value
@@ -20,6 +21,7 @@ const (
 	ReasonShutdown            // the controller is closed
 	ReasonLimit               // over the limit with queueing disabled
 	ReasonTenant              // the tenant is over its fair share while others wait (429)
+	ReasonQuota               // the tenant is over its rate quota (429; see Quota)
 	numReasons
 )
 
@@ -34,6 +36,7 @@ var reasonNames = [numReasons]string{
 	ReasonShutdown:     "shutdown",
 	ReasonLimit:        "limit",
 	ReasonTenant:       "tenant",
+	ReasonQuota:        "quota",
 }
 
 func (r Reason) String() string {
@@ -66,6 +69,10 @@ func Reasons() []Reason {
 // errors are preallocated, one per reason, so shedding does not allocate.
 type ShedError struct {
 	Reason Reason
+	// RetryAfter, when not zero, is when the request would be accepted,
+	// in whole seconds: a quota's answer (ReasonQuota). Zero leaves the
+	// suggestion to Controller.RetryAfter.
+	RetryAfter time.Duration
 }
 
 func (e *ShedError) Error() string { return "admission: shed: " + e.Reason.String() }

@@ -23,7 +23,8 @@ var (
 // exportedMetrics is what a running sluice's admin /metrics exports: for
 // each metric name, each label's values. It is scraped once per test
 // binary from a real `sluice serve` fronting one worker, the way the
-// manifests run it.
+// manifests run it, with a tenants' quota (on its local store) so that
+// the quota's families are there too.
 func exportedMetrics(t *testing.T) map[string]map[string]map[string]bool {
 	t.Helper()
 	scrapeOnce.Do(func() {
@@ -31,6 +32,7 @@ func exportedMetrics(t *testing.T) map[string]map[string]map[string]bool {
 server: {listen: {{listen}}, drainDelay: 0s}
 admin: {listen: {{admin}}, pprof: false}
 workers: {command: [{{worker}}], count: 1, concurrency: 1, readyPath: /healthz, stopTimeout: 1s}
+tenants: {quota: {rate: 1000}}
 `)
 		// One request through a worker, so that the series that appear
 		// with their first observation (by status, the histograms) do.

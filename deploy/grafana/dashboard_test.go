@@ -59,6 +59,7 @@ func TestDashboardMetrics(t *testing.T) {
 	for _, o := range admission.ServiceOutcomes() {
 		valid["outcome"] = append(valid["outcome"], o.String())
 	}
+	valid["outcome"] = append(valid["outcome"], admin.QuotaOutcomes...)
 	for _, r := range admission.Reasons() {
 		valid["reason"] = append(valid["reason"], r.String())
 	}
@@ -93,7 +94,8 @@ func TestDashboardMetrics(t *testing.T) {
 	// What the issue asks the dashboard to show.
 	for _, name := range []string{"sluice_service_time_seconds", "sluice_queue_wait_seconds", "sluice_shed_total",
 		"sluice_queued", "sluice_worker_limit", "sluice_workers", "sluice_supervisor_crash_looping",
-		"sluice_proxy_bad_gateway_total", "sluice_proxy_gateway_timeout_total", "sluice_requests_total"} {
+		"sluice_proxy_bad_gateway_total", "sluice_proxy_gateway_timeout_total", "sluice_requests_total",
+		"sluice_quota_requests_total", "sluice_quota_store_up"} {
 		if !used[name] {
 			t.Errorf("no panel shows %s", name)
 		}

@@ -5,7 +5,7 @@ package admin
 // process's process_*: for whatever reads them (alert rules, dashboards)
 // to be checked against. Some appear only in a mode or a state: the front
 // ones with workers or upstreams, the supervisor ones with workers,
-// sluice_upstream_up with upstreams, the saturation ratios with a signal,
+// sluice_upstream_up with upstreams, sluice_quota_* with tenants.quota, the saturation ratios with a signal,
 // the crash-loop resume time while crash-looping, sluice_requests_total
 // and the histograms after the first request. A test of cmd/sluice
 // scrapes a running sluice against this list.
@@ -76,4 +76,10 @@ var MetricNames = []string{
 	"sluice_supervisor_crash_loop_resume_timestamp_seconds",
 	"sluice_supervisor_ready",
 	"sluice_upstream_up",
+	// NewQuotaCollector, with tenants.quota
+	"sluice_quota_requests_total",
+	"sluice_quota_store_up",
+	"sluice_quota_store_errors_total",
+	"sluice_quota_instances",
+	"sluice_quota_tenants",
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/sluicehq/sluice/internal/admin"
 	"github.com/sluicehq/sluice/internal/proxy"
 	"github.com/sluicehq/sluice/internal/supervisor"
+	"github.com/sluicehq/sluice/quota"
 	"github.com/sluicehq/sluice/server"
 )
 
@@ -32,6 +33,7 @@ func TestMetricNames(t *testing.T) {
 			Supervisor: func() supervisor.Stats { return supervisor.Stats{} },
 			Upstreams:  func() supervisor.StaticStats { return supervisor.StaticStats{} },
 		}),
+		admin.NewQuotaCollector("sluice", func() quota.Stats { return quota.Stats{} }),
 	}
 	fqName := regexp.MustCompile(`fqName: "([^"]+)"`)
 	var described []string

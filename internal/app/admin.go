@@ -16,6 +16,7 @@ import (
 	"github.com/sluicehq/sluice/internal/admin"
 	"github.com/sluicehq/sluice/internal/proxy"
 	"github.com/sluicehq/sluice/internal/supervisor"
+	"github.com/sluicehq/sluice/quota"
 )
 
 // adminServer is the admin listener: /metrics, /stats, the dashboard,
@@ -34,6 +35,7 @@ type Stats struct {
 	Proxy      *proxy.Stats            `json:"proxy,omitempty"`
 	Supervisor *supervisor.Stats       `json:"supervisor,omitempty"`
 	Upstreams  *supervisor.StaticStats `json:"upstreams,omitempty"`
+	Quota      *quota.Stats            `json:"quota,omitempty"`
 }
 
 // newAdminServer builds the admin listener's handler; responses counts
@@ -50,6 +52,9 @@ func newAdminServer(a *App, responses *admin.Responses) *adminServer {
 	)
 	if f, ok := a.mode.(*front); ok {
 		reg.MustRegister(admin.NewFrontCollector("sluice", f.sources()))
+	}
+	if a.quota != nil {
+		reg.MustRegister(admin.NewQuotaCollector("sluice", a.quota.Stats))
 	}
 	title, _ := os.Hostname()
 	mux := http.NewServeMux()
@@ -116,6 +121,10 @@ func (a *App) snapshot() Stats {
 	st := Stats{Snapshot: admin.Snapshot{Time: time.Now(), Admission: a.ctrl.Stats(), Conns: &conns,
 		Latency: admin.NewLatency(&hs)}}
 	a.mode.stats(&st)
+	if a.quota != nil {
+		qs := a.quota.Stats()
+		st.Quota = &qs
+	}
 	return st
 }
 

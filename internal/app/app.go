@@ -36,6 +36,7 @@ import (
 	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/internal/supervisor"
 	"github.com/sluicehq/sluice/limit"
+	"github.com/sluicehq/sluice/quota"
 	"github.com/sluicehq/sluice/server"
 )
 
@@ -103,17 +104,20 @@ func (o Options) Validate() error {
 // App is one assembled `sluice serve`: build it with New, run it once with
 // Run. Its methods are safe for concurrent use.
 type App struct {
-	cfg     *config.Config
-	log     *slog.Logger
-	ctrl    *admission.Controller
-	srv     *server.Server
-	mode    mode         // *front or *library
-	adm     *adminServer // nil when the admin listener is off
-	rl      *reloader    // nil when reload is not enabled
-	live    live         // what a reload changes while serving
-	hup     <-chan os.Signal
-	ln      net.Listener // Options.Listener; nil: listen on server.listen
-	version string
+	cfg   *config.Config
+	log   *slog.Logger
+	ctrl  *admission.Controller
+	quota *quota.Limiter // nil: no tenants.quota
+	// closeQuota closes the quota's store, once Run has stopped its leases.
+	closeQuota func() error
+	srv        *server.Server
+	mode       mode         // *front or *library
+	adm        *adminServer // nil when the admin listener is off
+	rl         *reloader    // nil when reload is not enabled
+	live       live         // what a reload changes while serving
+	hup        <-chan os.Signal
+	ln         net.Listener // Options.Listener; nil: listen on server.listen
+	version    string
 	// tasks are the rolling restarts the admin listener and reloads
 	// start: they run under the group's context and are waited for.
 	tasks tasks
@@ -147,6 +151,7 @@ func New(o Options) (*App, error) {
 	}
 	if err := a.build(o, base, lib); err != nil {
 		a.ctrl.Close() // its sample-window goroutine
+		a.closeStore()
 		return nil, err
 	}
 	return a, nil
@@ -183,8 +188,28 @@ func (a *App) newController(lib *library) error {
 		return err
 	}
 	a.live.controllerOptions(a.cfg, &o)
-	a.ctrl, err = admission.New(o)
+	qo, closeQuota, ok, err := quotaOptions(a.cfg, a.log)
+	if err != nil {
+		return err
+	}
+	if ok {
+		if a.quota, err = quota.New(qo); err != nil {
+			closeQuota()
+			return err
+		}
+		o.Quota, a.closeQuota = a.quota, closeQuota
+	}
+	if a.ctrl, err = admission.New(o); err != nil {
+		a.closeStore()
+	}
 	return err
+}
+
+// closeStore closes the quota's store, if any.
+func (a *App) closeStore() {
+	if a.closeQuota != nil {
+		a.closeQuota()
+	}
 }
 
 // admit is the admission middleware of library mode.

@@ -33,6 +33,9 @@ func classifier(cfg *config.Config) (*admission.Classifier, error) {
 			return nil, err
 		}
 		rule := admission.Rule{Method: r.Match.Method, PathPrefix: r.Match.PathPrefix, Priority: p, Cost: r.Cost, Timeout: r.Timeout}
+		if r.Quota != nil {
+			rule.Quota = config.QuotaName(&r)
+		}
 		if h := r.Match.Header; h != "" {
 			name, value, _ := strings.Cut(h, ":")
 			rule.Header, rule.HeaderValue = strings.TrimSpace(name), strings.TrimSpace(value)

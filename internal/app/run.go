@@ -32,6 +32,7 @@ func (a *App) Run(ctx context.Context) error {
 	if err != nil {
 		a.log.Error("listen", "err", err)
 		a.ctrl.Close()
+		a.closeStore()
 		return err
 	}
 	// bg is the context of every actor but the server: cancelled once the
@@ -76,7 +77,13 @@ func (a *App) Run(ctx context.Context) error {
 		g.Add(func() error { a.hangups(bg); return nil }, func(error) { stopOthers() })
 	}
 	g.Add(func() error { <-bg.Done(); a.tasks.wait(); return nil }, func(error) { stopOthers() })
+	if a.quota != nil {
+		// Leases until the server has finished: requests draining still
+		// take their tenants' tokens.
+		g.Add(func() error { return a.quota.Run(bg) }, func(error) { stopOthers() })
+	}
 	g.Run()
+	a.closeStore()
 	return errors.Join(frontErr, pool)
 }
 

@@ -48,8 +48,8 @@ func family(series string) string {
 	return name
 }
 
-// A running front with workers exports every family of admin.MetricNames
-// that its mode has, and nothing unlisted; the histograms, the response
+// A running front with workers (and a tenants' quota) exports every family
+// of admin.MetricNames that its mode has, and nothing unlisted; the histograms, the response
 // counts and the per-worker gauges carry the requests just served; /stats
 // carries the histograms and worker limits the dashboard draws.
 func TestServeMetrics(t *testing.T) {
@@ -62,6 +62,7 @@ workers:
   concurrency: 1
   readyPath: %s
   env: {%s: "1"}
+tenants: {quota: {rate: 1000}}
 `, addr, adminAddr, os.Args[0], demo.ReadyPath, runMainEnv))
 	startSluice(t, "serve", "-c", cfg)
 	if err := waitReady(context.Background(), "http://"+addr+"/__sluice/ready", 20*time.Second); err != nil {

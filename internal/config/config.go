@@ -490,6 +490,9 @@ type Tenants struct {
 	// MaxQueuedPerTenant caps one tenant's queued requests; 0 = no cap
 	// beyond fairness.
 	MaxQueuedPerTenant int `yaml:"maxQueuedPerTenant"`
+	// Quota limits each tenant's rate of requests, summed over every
+	// instance sharing its store; nil when the file has no tenants.quota.
+	Quota *Quota `yaml:"quota"`
 }
 
 // Route classifies the requests its Match matches.
@@ -509,6 +512,9 @@ type Route struct {
 	// Fallback, when set, is served instead of a shed, no-worker, timeout
 	// or bad-gateway error (and, opt-in, a worker's 5xx).
 	Fallback *Fallback `yaml:"fallback"`
+	// Quota, when set, is these requests' own rate limit per tenant, in
+	// place of tenants.quota's (which must be set).
+	Quota *RouteQuota `yaml:"quota"`
 }
 
 // Match selects requests. Empty fields match everything; set fields must all

@@ -45,6 +45,7 @@ type validator struct {
 	lines  map[string]int  // from the decoder; nil for a Go-built config
 	skip   map[string]bool // keys that did not decode: already reported
 	front  bool            // workers or upstreams: see FrontMode
+	quota  bool            // tenants.quota is set
 	errs   Errors
 	warns  Errors          // keys written that have no effect (effect.go)
 	warned map[string]bool // keys in warns
@@ -106,6 +107,7 @@ func (v *validator) set(path string) bool { return v.lines[path] > 0 }
 
 func (v *validator) config(c *Config) {
 	v.front = c.FrontMode()
+	v.quota = c.Tenants.Quota != nil
 	v.server(&c.Server)
 	v.admin(&c.Admin)
 	if c.Workers != nil {
@@ -444,6 +446,9 @@ func (v *validator) tenants(t *Tenants) {
 		}
 	}
 	v.atLeast(at+"maxTracked", t.MaxTracked, 1)
+	if t.Quota != nil {
+		v.tenantQuota(t.Quota)
+	}
 }
 
 func (v *validator) route(at string, r *Route) {
@@ -466,6 +471,7 @@ func (v *validator) route(at string, r *Route) {
 		v.errorf(at+".priority", "%q is not a priority (want %s)", r.Priority, priorityList())
 	}
 	v.atLeast(at+".cost", r.Cost, 1)
+	v.routeQuota(at, r)
 	if f := r.Fallback; f != nil {
 		if f.Status < 200 || f.Status > 599 {
 			v.errorf(at+".fallback.status", "%d is not an HTTP status from 200 to 599", f.Status)

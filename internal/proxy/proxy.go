@@ -224,7 +224,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if info != nil {
 				info.Shed = reason.String()
 			}
-			p.shed(w, r, reason)
+			p.shed(w, r, reason, err)
 		} else {
 			p.neverDispatched.Add(1) // the client left while queued
 		}
@@ -433,11 +433,13 @@ func isDialError(err error) bool {
 }
 
 // shed answers a request the Controller refused.
-func (p *Proxy) shed(w http.ResponseWriter, r *http.Request, reason admission.Reason) {
-	if p.fallback(w, r, "shed", func(h http.Header) { h.Set(admission.HeaderShed, reason.String()) }) {
+func (p *Proxy) shed(w http.ResponseWriter, r *http.Request, reason admission.Reason, err error) {
+	// A tenant over its quota is told so (429), not served the fallback
+	// that stands in for an overloaded service.
+	if reason != admission.ReasonQuota && p.fallback(w, r, "shed", func(h http.Header) { h.Set(admission.HeaderShed, reason.String()) }) {
 		return
 	}
-	admission.WriteShed(w, reason, p.c.RetryAfter())
+	admission.WriteShed(w, reason, p.c.RetryAfterFor(err))
 }
 
 func (p *Proxy) noWorkerError(w http.ResponseWriter, r *http.Request) {
