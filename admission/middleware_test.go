@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -24,6 +25,8 @@ func TestWriteShed(t *testing.T) {
 		{admission.ReasonQueueTimeout, 1500 * time.Millisecond, 503, "2"},
 		{admission.ReasonShutdown, 3 * time.Second, 503, "3"},
 		{admission.ReasonTenant, time.Second, 429, "1"},
+		{admission.ReasonLimit, 60 * time.Second, 503, "60"},
+		{admission.ReasonCoDel, 90 * time.Second, 503, "90"}, // beyond RetryAfter's range
 	}
 	for _, tt := range tests {
 		t.Run(tt.reason.String(), func(t *testing.T) {
@@ -44,6 +47,47 @@ func TestWriteShed(t *testing.T) {
 		})
 	}
 }
+
+// A shed allocates nothing: under overload it is nearly every answer.
+func TestWriteShedAllocatesNothing(t *testing.T) {
+	w := &headerWriter{h: make(http.Header)}
+	if n := testing.AllocsPerRun(100, func() {
+		clear(w.h)
+		admission.WriteShed(w, admission.ReasonQueueFull, 2*time.Second)
+	}); n != 0 {
+		t.Errorf("WriteShed: %v allocations, want 0", n)
+	}
+}
+
+// The header values WriteShed shares between responses are not changed
+// by what a wrapper adds to one response's header.
+func TestWriteShedSharedValuesStay(t *testing.T) {
+	first := httptest.NewRecorder()
+	admission.WriteShed(first, admission.ReasonQueueFull, time.Second)
+	for _, k := range []string{"Content-Type", "X-Content-Type-Options", "Retry-After", "Sluice-Shed"} {
+		first.Header().Add(k, "added")
+	}
+	second := httptest.NewRecorder()
+	admission.WriteShed(second, admission.ReasonQueueFull, time.Second)
+	want := http.Header{
+		"Content-Type":           {"text/plain; charset=utf-8"},
+		"X-Content-Type-Options": {"nosniff"},
+		"Retry-After":            {"1"},
+		"Sluice-Shed":            {"queue-full"},
+	}
+	for k, v := range want {
+		if got := second.Header()[k]; !slices.Equal(got, v) {
+			t.Errorf("%s after another response's Add: %q, want %q", k, got, v)
+		}
+	}
+}
+
+// headerWriter is a ResponseWriter that keeps nothing but its header.
+type headerWriter struct{ h http.Header }
+
+func (w *headerWriter) Header() http.Header         { return w.h }
+func (w *headerWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (w *headerWriter) WriteHeader(int)             {}
 
 func TestMiddlewareShedsWithHeaders(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
