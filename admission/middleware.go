@@ -137,9 +137,9 @@ func (c *Controller) RetryAfter() time.Duration {
 // wrapper may replace or add to them (Header.Set, Header.Add), but must
 // not write into the slices it finds.
 func WriteShed(w http.ResponseWriter, reason Reason, retryAfter time.Duration) {
-	code, body := http.StatusServiceUnavailable, shedBody
+	code, body, length := http.StatusServiceUnavailable, shedBody, shedLength
 	if reason == ReasonTenant {
-		code, body = http.StatusTooManyRequests, tenantBody
+		code, body, length = http.StatusTooManyRequests, tenantBody, tenantLength
 	}
 	secs := int64(math.Ceil(retryAfter.Seconds()))
 	if secs < 1 {
@@ -148,6 +148,9 @@ func WriteShed(w http.ResponseWriter, reason Reason, retryAfter time.Duration) {
 	h := w.Header()
 	h["Content-Type"] = shedContentType
 	h["X-Content-Type-Options"] = shedNoSniff
+	// Declared, the length tells a compressing wrapper at once that the
+	// body is too short to compress: it need not hold it to find out.
+	h["Content-Length"] = length
 	if secs < int64(len(retryAfterValues)) {
 		h["Retry-After"] = retryAfterValues[secs]
 	} else {
@@ -167,6 +170,8 @@ func WriteShed(w http.ResponseWriter, reason Reason, retryAfter time.Duration) {
 var (
 	shedBody         = []byte("Service Busy\n")
 	tenantBody       = []byte("Too Many Requests\n")
+	shedLength       = []string{strconv.Itoa(len(shedBody))}
+	tenantLength     = []string{strconv.Itoa(len(tenantBody))}
 	shedContentType  = []string{"text/plain; charset=utf-8"}
 	shedNoSniff      = []string{"nosniff"}
 	retryAfterValues = func() (vs [61][]string) { // RetryAfter's range, 1 to 60 s

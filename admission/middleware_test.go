@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -44,6 +45,9 @@ func TestWriteShed(t *testing.T) {
 			if ct := rec.Header().Get("Content-Type"); !strings.HasPrefix(ct, "text/plain") || rec.Body.Len() == 0 {
 				t.Errorf("got Content-Type %q and %d body bytes, want a short text body", ct, rec.Body.Len())
 			}
+			if cl := rec.Header().Get("Content-Length"); cl != strconv.Itoa(rec.Body.Len()) {
+				t.Errorf("got Content-Length %q for %d body bytes", cl, rec.Body.Len())
+			}
 		})
 	}
 }
@@ -64,13 +68,14 @@ func TestWriteShedAllocatesNothing(t *testing.T) {
 func TestWriteShedSharedValuesStay(t *testing.T) {
 	first := httptest.NewRecorder()
 	admission.WriteShed(first, admission.ReasonQueueFull, time.Second)
-	for _, k := range []string{"Content-Type", "X-Content-Type-Options", "Retry-After", "Sluice-Shed"} {
+	for _, k := range []string{"Content-Type", "Content-Length", "X-Content-Type-Options", "Retry-After", "Sluice-Shed"} {
 		first.Header().Add(k, "added")
 	}
 	second := httptest.NewRecorder()
 	admission.WriteShed(second, admission.ReasonQueueFull, time.Second)
 	want := http.Header{
 		"Content-Type":           {"text/plain; charset=utf-8"},
+		"Content-Length":         {strconv.Itoa(len("Service Busy\n"))},
 		"X-Content-Type-Options": {"nosniff"},
 		"Retry-After":            {"1"},
 		"Sluice-Shed":            {"queue-full"},
