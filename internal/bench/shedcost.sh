@@ -10,6 +10,7 @@
 #   internal/bench/shedcost.sh [SLUICE_BIN] [EVAL_BIN]
 #   RATE=4000 DURATION=10s ROUNDS=5 internal/bench/shedcost.sh
 #   BASELINE=/tmp/sluice-old internal/bench/shedcost.sh   # a second build beside, for a before/after
+#   QUEUE=100 internal/bench/shedcost.sh                  # a full queue in front of the held slot: queue-full
 #
 # Without binaries it builds both from the working tree.
 set -eu
@@ -33,7 +34,7 @@ server:
   listen: 127.0.0.1:$2
   maxConcurrentRequests: 1
   backpressure:
-    queueSize: 0
+    queueSize: ${QUEUE:-0}
 admin:
   listen: 127.0.0.1:$3
 workers:
