@@ -130,7 +130,7 @@ func (c *Controller) RetryAfter() time.Duration {
 // WriteShed writes sluice's shed response: 503 (429 for ReasonTenant, a
 // tenant over its fair share while others are served), Retry-After in whole
 // seconds (at least 1), a Sluice-Shed header naming the reason, and a short
-// text body.
+// text body of declared length.
 //
 // Under overload nearly every answer is this one, so it allocates nothing:
 // the header values are built once and shared by every shed response. A

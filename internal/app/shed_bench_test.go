@@ -2,12 +2,16 @@ package app
 
 import (
 	"context"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/admission"
 	"github.com/sluicehq/sluice/internal/config"
+	"github.com/sluicehq/sluice/internal/testutil"
 )
 
 // shedApp is a front-mode App with the defaults (compression, the admin
@@ -69,6 +73,68 @@ func BenchmarkFrontShed(b *testing.B) {
 					b.Fatalf("got %d, shed %q; want a shed 503", w.status, w.h.Get(admission.HeaderShed))
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkShedLoopback is a shed over a real loopback connection (one
+// kept-alive client, one request at a time), beside what the bare
+// net/http server the evaluation suite takes for the floor
+// (bench.ShedFloor: a 503 with Retry-After, nothing else) costs the same
+// client. The client's work is in both; the difference is what sluice's
+// server and handlers add to each shed. cpu-ns/op is the process's.
+func BenchmarkShedLoopback(b *testing.B) {
+	floor := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "1")
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		io.WriteString(w, "overloaded\n")
+	})
+	for _, bc := range []struct {
+		name  string
+		serve func(b *testing.B, ln net.Listener)
+	}{
+		{"net-http-503", func(b *testing.B, ln net.Listener) {
+			srv := &http.Server{Handler: floor, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 65 * time.Second}
+			go srv.Serve(ln)
+			b.Cleanup(func() { srv.Close() })
+		}},
+		{"sluice", func(b *testing.B, ln net.Listener) {
+			a := shedApp(b, "")
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- a.srv.Serve(ctx, ln) }()
+			b.Cleanup(func() { a.srv.Cut(); cancel(); <-done })
+		}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				b.Fatal(err)
+			}
+			bc.serve(b, ln)
+			tr := &http.Transport{MaxIdleConnsPerHost: 1}
+			b.Cleanup(tr.CloseIdleConnections)
+			c := &http.Client{Transport: tr}
+			url := "http://" + ln.Addr().String() + "/"
+			get := func() {
+				resp, err := c.Get(url)
+				if err != nil {
+					b.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusServiceUnavailable {
+					b.Fatalf("got %d, want 503", resp.StatusCode)
+				}
+			}
+			get() // the connection, before the measurement
+			b.ReportAllocs()
+			cpu := testutil.ProcessCPU()
+			for b.Loop() {
+				get()
+			}
+			testutil.ReportCPU(b, cpu)
 		})
 	}
 }
