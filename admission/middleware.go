@@ -130,21 +130,60 @@ func (c *Controller) RetryAfter() time.Duration {
 // tenant over its fair share while others are served, and ReasonQuota, a
 // tenant over its rate quota), Retry-After in whole
 // seconds (at least 1), a Sluice-Shed header naming the reason, and a short
-// text body.
+// text body of declared length.
+//
+// Under overload nearly every answer is this one, so it allocates nothing:
+// the header values are built once and shared by every shed response. A
+// wrapper may replace or add to them (Header.Set, Header.Add), but must
+// not write into the slices it finds.
 func WriteShed(w http.ResponseWriter, reason Reason, retryAfter time.Duration) {
-	code, body := http.StatusServiceUnavailable, "Service Busy\n"
+	code, body, length := http.StatusServiceUnavailable, shedBody, shedLength
 	if reason == ReasonTenant || reason == ReasonQuota {
-		code, body = http.StatusTooManyRequests, "Too Many Requests\n"
+		code, body, length = http.StatusTooManyRequests, tenantBody, tenantLength
 	}
 	secs := int64(math.Ceil(retryAfter.Seconds()))
 	if secs < 1 {
 		secs = 1
 	}
 	h := w.Header()
-	h.Set("Content-Type", "text/plain; charset=utf-8")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Retry-After", strconv.FormatInt(secs, 10))
-	h.Set(HeaderShed, reason.String())
+	h["Content-Type"] = shedContentType
+	h["X-Content-Type-Options"] = shedNoSniff
+	// Declared, the length tells a compressing wrapper at once that the
+	// body is too short to compress: it need not hold it to find out.
+	h["Content-Length"] = length
+	if secs < int64(len(retryAfterValues)) {
+		h["Retry-After"] = retryAfterValues[secs]
+	} else {
+		h["Retry-After"] = []string{strconv.FormatInt(secs, 10)}
+	}
+	if reason < numReasons {
+		h[HeaderShed] = shedValues[reason]
+	} else {
+		h[HeaderShed] = []string{reason.String()}
+	}
 	w.WriteHeader(code)
-	_, _ = w.Write([]byte(body))
+	_, _ = w.Write(body) // a Writer may not modify it (io.Writer)
 }
+
+// The header values and bodies of WriteShed, never written to. Each
+// header value has a capacity of 1, so that Header.Add appends to a copy.
+var (
+	shedBody         = []byte("Service Busy\n")
+	tenantBody       = []byte("Too Many Requests\n")
+	shedLength       = []string{strconv.Itoa(len(shedBody))}
+	tenantLength     = []string{strconv.Itoa(len(tenantBody))}
+	shedContentType  = []string{"text/plain; charset=utf-8"}
+	shedNoSniff      = []string{"nosniff"}
+	retryAfterValues = func() (vs [61][]string) { // RetryAfter's range, 1 to 60 s
+		for i := range vs {
+			vs[i] = []string{strconv.Itoa(i)}
+		}
+		return vs
+	}()
+	shedValues = func() (vs [numReasons][]string) {
+		for r := range vs {
+			vs[r] = []string{Reason(r).String()}
+		}
+		return vs
+	}()
+)

@@ -5,6 +5,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -25,6 +27,8 @@ func TestWriteShed(t *testing.T) {
 		{admission.ReasonShutdown, 3 * time.Second, 503, "3"},
 		{admission.ReasonTenant, time.Second, 429, "1"},
 		{admission.ReasonQuota, 4 * time.Second, 429, "4"},
+		{admission.ReasonLimit, 60 * time.Second, 503, "60"},
+		{admission.ReasonCoDel, 90 * time.Second, 503, "90"}, // beyond RetryAfter's range
 	}
 	for _, tt := range tests {
 		t.Run(tt.reason.String(), func(t *testing.T) {
@@ -42,9 +46,54 @@ func TestWriteShed(t *testing.T) {
 			if ct := rec.Header().Get("Content-Type"); !strings.HasPrefix(ct, "text/plain") || rec.Body.Len() == 0 {
 				t.Errorf("got Content-Type %q and %d body bytes, want a short text body", ct, rec.Body.Len())
 			}
+			if cl := rec.Header().Get("Content-Length"); cl != strconv.Itoa(rec.Body.Len()) {
+				t.Errorf("got Content-Length %q for %d body bytes", cl, rec.Body.Len())
+			}
 		})
 	}
 }
+
+// A shed allocates nothing: under overload it is nearly every answer.
+func TestWriteShedAllocatesNothing(t *testing.T) {
+	w := &headerWriter{h: make(http.Header)}
+	if n := testing.AllocsPerRun(100, func() {
+		clear(w.h)
+		admission.WriteShed(w, admission.ReasonQueueFull, 2*time.Second)
+	}); n != 0 {
+		t.Errorf("WriteShed: %v allocations, want 0", n)
+	}
+}
+
+// The header values WriteShed shares between responses are not changed
+// by what a wrapper adds to one response's header.
+func TestWriteShedSharedValuesStay(t *testing.T) {
+	first := httptest.NewRecorder()
+	admission.WriteShed(first, admission.ReasonQueueFull, time.Second)
+	for _, k := range []string{"Content-Type", "Content-Length", "X-Content-Type-Options", "Retry-After", "Sluice-Shed"} {
+		first.Header().Add(k, "added")
+	}
+	second := httptest.NewRecorder()
+	admission.WriteShed(second, admission.ReasonQueueFull, time.Second)
+	want := http.Header{
+		"Content-Type":           {"text/plain; charset=utf-8"},
+		"Content-Length":         {strconv.Itoa(len("Service Busy\n"))},
+		"X-Content-Type-Options": {"nosniff"},
+		"Retry-After":            {"1"},
+		"Sluice-Shed":            {"queue-full"},
+	}
+	for k, v := range want {
+		if got := second.Header()[k]; !slices.Equal(got, v) {
+			t.Errorf("%s after another response's Add: %q, want %q", k, got, v)
+		}
+	}
+}
+
+// headerWriter is a ResponseWriter that keeps nothing but its header.
+type headerWriter struct{ h http.Header }
+
+func (w *headerWriter) Header() http.Header         { return w.h }
+func (w *headerWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (w *headerWriter) WriteHeader(int)             {}
 
 func TestMiddlewareShedsWithHeaders(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

@@ -90,6 +90,14 @@ func shed(r Reason) error { return shedErrors[r] }
 // ShedReason returns the reason carried by err, and false when err is not a
 // shed error.
 func ShedReason(err error) (Reason, bool) {
+	// Acquire returns its shed errors as they are: a type assertion finds
+	// them, and nil, without errors.As's reflection and allocation.
+	if err == nil {
+		return ReasonNone, false
+	}
+	if se, ok := err.(*ShedError); ok {
+		return se.Reason, true
+	}
 	var se *ShedError
 	if errors.As(err, &se) {
 		return se.Reason, true

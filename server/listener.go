@@ -1,7 +1,6 @@
 package server
 
 import (
-	"container/list"
 	"crypto/tls"
 	"io"
 	"log/slog"
@@ -25,7 +24,41 @@ type connCounter struct {
 	parked    atomic.Int64
 
 	mu   sync.Mutex
-	idle list.List // of *clientConn, longest idle first
+	idle idleList // longest idle first
+}
+
+// idleList is a list of connections threaded through them (clientConn's
+// idle links), so that a connection going idle after every response
+// allocates no list element. Guarded by connCounter.mu.
+type idleList struct {
+	front, back *clientConn
+	n           int
+}
+
+func (l *idleList) pushBack(c *clientConn) {
+	c.idlePrev, c.idleNext, c.inIdle = l.back, nil, true
+	if l.back != nil {
+		l.back.idleNext = c
+	} else {
+		l.front = c
+	}
+	l.back = c
+	l.n++
+}
+
+func (l *idleList) remove(c *clientConn) {
+	if c.idlePrev != nil {
+		c.idlePrev.idleNext = c.idleNext
+	} else {
+		l.front = c.idleNext
+	}
+	if c.idleNext != nil {
+		c.idleNext.idlePrev = c.idlePrev
+	} else {
+		l.back = c.idlePrev
+	}
+	c.idlePrev, c.idleNext, c.inIdle = nil, nil, false
+	l.n--
 }
 
 // setState follows net/http's view of s (http.Server.ConnState). News
@@ -43,8 +76,8 @@ func (cc *connCounter) setState(s *countedConn, st http.ConnState) {
 		return
 	}
 	if st == http.StateIdle {
-		if c.idleAt == nil && !c.closed.Load() {
-			c.idleAt = cc.idle.PushBack(c)
+		if !c.inIdle && !c.closed.Load() {
+			cc.idle.pushBack(c)
 		}
 		// The next read is net/http's wait for the next request.
 		s.armed.Store(s.park != nil && s.http1.Load())
@@ -54,9 +87,8 @@ func (cc *connCounter) setState(s *countedConn, st http.ConnState) {
 }
 
 func (cc *connCounter) notIdleLocked(c *clientConn) {
-	if c.idleAt != nil {
-		cc.idle.Remove(c.idleAt)
-		c.idleAt = nil
+	if c.inIdle {
+		cc.idle.remove(c)
 	}
 }
 
@@ -64,7 +96,7 @@ func (cc *connCounter) notIdleLocked(c *clientConn) {
 func (cc *connCounter) idleCount() int64 {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
-	return int64(cc.idle.Len())
+	return int64(cc.idle.n)
 }
 
 // reclaim closes the connection idle longest, if any, and reports whether
@@ -72,13 +104,12 @@ func (cc *connCounter) idleCount() int64 {
 // close, as with any keep-alive timeout; clients retry such requests.
 func (cc *connCounter) reclaim() bool {
 	cc.mu.Lock()
-	e := cc.idle.Front()
-	if e == nil {
+	c := cc.idle.front
+	if c == nil {
 		cc.mu.Unlock()
 		return false
 	}
-	c := cc.idle.Remove(e).(*clientConn)
-	c.idleAt = nil
+	cc.idle.remove(c)
 	cc.mu.Unlock()
 	c.close()
 	cc.reclaimed.Add(1)
@@ -162,10 +193,13 @@ type clientConn struct {
 	net.Conn
 	raw       syscall.RawConn // nil: never parked
 	conns     *connCounter
-	probeOnly bool          // accepted beyond the limit: probes only
-	idleAt    *list.Element // in conns.idle; guarded by conns.mu
-	session   *countedConn  // the one net/http serves now; guarded by conns.mu
-	closed    atomic.Bool
+	probeOnly bool // accepted beyond the limit: probes only
+	// idlePrev, idleNext and inIdle are c's place in conns.idle; guarded
+	// by conns.mu.
+	idlePrev, idleNext *clientConn
+	inIdle             bool
+	session            *countedConn // the one net/http serves now; guarded by conns.mu
+	closed             atomic.Bool
 }
 
 // newSession is what net/http gets for c, the next time it serves it.
