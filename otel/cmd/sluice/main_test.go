@@ -265,8 +265,11 @@ func TestTracedServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := testutil.FreeAddr(t)
+	// No lookahead: with the one slot held, the next request is shed
+	// rather than sent to wait in the worker.
 	cfg := testutil.WriteConfig(t, fmt.Sprintf(`server: {listen: %q, drainDelay: 0, backpressure: {queueSize: 0}}
 admin: {listen: "off"}
+proxy: {lookahead: 0}
 workers:
   count: 1
   concurrency: 1
