@@ -400,7 +400,7 @@ func (s *Suite) hypernovaRunOnce(ctx context.Context, t *target, multiple float6
 	res.setFigures(reports, demo.Stats{}, demo.Stats{}, false)
 	tot := reports[0].Total
 	s.log.Info("run", "scenario", ScenarioHypernova, "setup", t.name, "point", point,
-		"offered", round1(tot.OfferedRate), "goodput", round1(tot.Goodput), "success", round3(tot.SuccessRatio),
+		"offered", round1(tot.OfferedRate), "goodput", round1(tot.Goodput), "delivered", round1(tot.Delivered), "success", round3(tot.SuccessRatio),
 		"p99", tot.Latency.P99.Round(time.Millisecond), "errors", tot.Errors, "note", res.Note)
 	return res, nil
 }

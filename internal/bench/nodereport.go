@@ -130,6 +130,9 @@ func nodeTables(info NodeInfo, runs []*RunResult, setups []string, ka bool) stri
 		{"Goodput, responses/s (% of capacity)", func(r *RunResult) string {
 			return fmt.Sprintf("%s (%s)", fmtRate(r.Reports[0].Total.Goodput), pct(goodputShare(r)))
 		}},
+		{"Delivered, responses/s ended within the phase (a queue's answers after it not counted)", func(r *RunResult) string {
+			return fmtRate(r.Reports[0].Total.Delivered)
+		}},
 		{"Shed (503/429) / all failures, share of requests", func(r *RunResult) string {
 			return pct(ShedShare(r)) + " / " + pct(FailedShare(r))
 		}},
@@ -268,14 +271,14 @@ func bestGoodput(runs []*RunResult, point string, ka bool, prefix string) (strin
 }
 
 func nodeDetailTable(info NodeInfo, runs []*RunResult) *Table {
-	t := &Table{Header: []string{"setup", "client", "load", "offered/s", "goodput/s", "% of capacity", "shed", "p50", "p99", "wasted renders", "busy", "CPU ms per render", "per-worker limits after", "drain", "cores: renderers / front / generator", "other load", "failures by kind"}}
+	t := &Table{Header: []string{"setup", "client", "load", "offered/s", "goodput/s", "delivered/s", "% of capacity", "shed", "p50", "p99", "wasted renders", "busy", "CPU ms per render", "per-worker limits after", "drain", "cores: renderers / front / generator", "other load", "failures by kind"}}
 	for _, r := range runs {
 		tot := r.Reports[0].Total
 		perRender := "–"
 		if r.Rendered > 0 {
 			perRender = fmt.Sprintf("%.1f", 1000*r.CPU.Renderers/float64(r.Rendered))
 		}
-		t.Add(r.Setup, kaName(r.KeepAlive), r.Point, fmtRate(tot.OfferedRate), fmtRate(tot.Goodput),
+		t.Add(r.Setup, kaName(r.KeepAlive), r.Point, fmtRate(tot.OfferedRate), fmtRate(tot.Goodput), fmtRate(tot.Delivered),
 			pct(goodputShare(r)), pct(ShedShare(r)), fmtMS(tot.Latency.P50), fmtMS(tot.Latency.P99),
 			wastedCell(r), pct(BusyShare(r, info.Workers)), perRender, fmtLimits(r.WorkerLimits), fmtSecs(r.Drain, r.DrainCapped), cores(r), otherLoad(r),
 			TopErrors(tot.Errors, 3))

@@ -737,7 +737,7 @@ func (s *Suite) runOnce(ctx context.Context, scenario, point string, multiple fl
 	}
 	tot := reports[0].Total
 	s.log.Info("run", "scenario", scenario, "setup", t.name, "point", point, "keepalive", keepAlive, "repeat", repeat,
-		"offered", round1(tot.OfferedRate), "goodput", round1(tot.Goodput), "success", round3(tot.SuccessRatio),
+		"offered", round1(tot.OfferedRate), "goodput", round1(tot.Goodput), "delivered", round1(tot.Delivered), "success", round3(tot.SuccessRatio),
 		"p99", tot.Latency.P99.Round(time.Millisecond), "wasted", res.Wasted, "drain", res.Drain.Round(100*time.Millisecond),
 		"errors", tot.Errors)
 	return res, nil

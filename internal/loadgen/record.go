@@ -29,6 +29,10 @@ type result struct {
 // tally accumulates results. Not safe for concurrent use.
 type tally struct {
 	requests, attempts, successes, failures int64
+	// delivered counts successes whose response ended within the tally's
+	// window (the phase's, the run's), whenever they were sent: counted
+	// by recorder.record, not by add.
+	delivered int64
 	errors                                  map[string]int64
 	hist                                    Histogram
 }
@@ -73,6 +77,8 @@ func (t *tally) errorCount() int64 {
 // window feeds the progress line. Safe for concurrent use.
 type recorder struct {
 	bucket time.Duration
+	starts []time.Duration // of each phase, and the end of the last
+
 
 	mu struct {
 		sync.Mutex
@@ -85,8 +91,11 @@ type recorder struct {
 	}
 }
 
-func newRecorder(phases, classes int, bucket time.Duration) *recorder {
-	r := &recorder{bucket: bucket}
+// newRecorder returns a recorder for phases starting at starts (and ending
+// at the next start; the last element is the end of the last phase).
+func newRecorder(starts []time.Duration, classes int, bucket time.Duration) *recorder {
+	phases := len(starts) - 1
+	r := &recorder{bucket: bucket, starts: starts}
 	r.mu.phases = make([]tally, phases)
 	r.mu.classes = make([]tally, classes)
 	return r
@@ -108,6 +117,17 @@ func (r *recorder) record(res *result) {
 	}
 	r.mu.total.add(res)
 	r.mu.phases[res.phase].add(res)
+	if res.ok {
+		// Delivered: within the window its response ended in.
+		end := res.at + res.latency
+		for i := range r.mu.phases {
+			if end >= r.starts[i] && end < r.starts[i+1] {
+				r.mu.phases[i].delivered++
+				r.mu.total.delivered++
+				break
+			}
+		}
+	}
 	r.mu.series[b].add(res)
 	r.mu.window.add(res)
 	for _, c := range res.classes {

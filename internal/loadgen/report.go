@@ -70,6 +70,14 @@ type Stats struct {
 	AttemptRate  float64 `json:"attempts_rps"`  // Attempts per second
 	Goodput      float64 `json:"goodput_rps"`   // Successes per second
 	SuccessRatio float64 `json:"success_ratio"` // Successes / Requests; 0 when none
+	// Delivered is the successes whose response ended within the window,
+	// whenever they were sent, per second of it: the rate the server
+	// answered at. Goodput counts the successes of the requests sent in
+	// the window, some of which a queue answers after it ends; a front
+	// that queues 500 ms adds half a second's answers to a short phase's
+	// Goodput, and nothing to its Delivered. Zero for a class (classes
+	// have no window of their own) and for a time-series bucket.
+	Delivered float64 `json:"delivered_rps"`
 	// Latency is of successes, from scheduled send to the response's end.
 	Latency Latency `json:"latency"`
 	// Errors counts each failed attempt by kind: "503:<Sluice-Shed
@@ -185,6 +193,7 @@ func (t *tally) stats(d time.Duration) Stats {
 		s.OfferedRate = float64(t.requests) / secs
 		s.AttemptRate = float64(t.attempts) / secs
 		s.Goodput = float64(t.successes) / secs
+		s.Delivered = float64(t.delivered) / secs
 	}
 	if t.requests > 0 {
 		s.SuccessRatio = float64(t.successes) / float64(t.requests)

@@ -152,7 +152,7 @@ func (g *generator) run(parent context.Context) (*Report, error) {
 		defer t.CloseIdleConnections()
 	}
 
-	rec := newRecorder(len(g.cfg.Phases), len(g.classes), g.cfg.Bucket)
+	rec := newRecorder(phaseStarts(g.cfg.Phases), len(g.classes), g.cfg.Bucket)
 	var (
 		wg          sync.WaitGroup
 		outstanding atomic.Int64

@@ -175,21 +175,21 @@ func BenchmarkRecorder(b *testing.B) {
 	failed := &result{at: 1500 * time.Millisecond, classes: []int{1, 2}, attempts: 1, failed: []string{"503:queue-full"}}
 	b.Run("success", func(b *testing.B) {
 		b.ReportAllocs()
-		rec := newRecorder(1, 4, 250*time.Millisecond)
+		rec := newRecorder([]time.Duration{0, time.Hour}, 4, 250*time.Millisecond)
 		for b.Loop() {
 			rec.record(res)
 		}
 	})
 	b.Run("shed", func(b *testing.B) {
 		b.ReportAllocs()
-		rec := newRecorder(1, 4, 250*time.Millisecond)
+		rec := newRecorder([]time.Duration{0, time.Hour}, 4, 250*time.Millisecond)
 		for b.Loop() {
 			rec.record(failed)
 		}
 	})
 	b.Run("success-parallel", func(b *testing.B) {
 		b.ReportAllocs()
-		rec := newRecorder(1, 4, 250*time.Millisecond)
+		rec := newRecorder([]time.Duration{0, time.Hour}, 4, 250*time.Millisecond)
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				rec.record(res)
@@ -215,5 +215,30 @@ func BenchmarkDraw(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		g.draw(rnd)
+	}
+}
+
+// Delivered counts a success in the window its response ended in;
+// Goodput in the window its request was sent in. A request a queue
+// answers after the run's end counts in Goodput only.
+func TestDeliveredByResponseEnd(t *testing.T) {
+	s := time.Second
+	rec := newRecorder([]time.Duration{0, s, 2 * s}, 0, 250*time.Millisecond)
+	for _, r := range []result{
+		{at: 500 * time.Millisecond, phase: 0, attempts: 1, ok: true, latency: 200 * time.Millisecond}, // sent 0, ends 0
+		{at: 900 * time.Millisecond, phase: 0, attempts: 1, ok: true, latency: 300 * time.Millisecond}, // sent 0, ends 1
+		{at: 1900 * time.Millisecond, phase: 1, attempts: 1, ok: true, latency: 500 * time.Millisecond}, // sent 1, ends after the run
+		{at: 1200 * time.Millisecond, phase: 1, attempts: 1, failed: []string{"503"}},
+	} {
+		rec.record(&r)
+	}
+	for i, want := range []struct{ goodput, delivered float64 }{{2, 1}, {1, 1}} {
+		st := rec.mu.phases[i].stats(s)
+		if st.Goodput != want.goodput || st.Delivered != want.delivered {
+			t.Errorf("phase %d: got goodput %v delivered %v per second, want %v and %v", i, st.Goodput, st.Delivered, want.goodput, want.delivered)
+		}
+	}
+	if st := rec.mu.total.stats(2 * s); st.Goodput != 1.5 || st.Delivered != 1 {
+		t.Errorf("run: got goodput %v delivered %v per second, want 1.5 and 1", st.Goodput, st.Delivered)
 	}
 }

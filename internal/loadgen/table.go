@@ -52,7 +52,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 }
 
 func tableHeader(first string) []string {
-	return []string{first, "offered/s", "attempts/s", "goodput/s", "success", "p50", "p90", "p99", "max", "errors"}
+	return []string{first, "offered/s", "attempts/s", "goodput/s", "delivered/s", "success", "p50", "p90", "p99", "max", "errors"}
 }
 
 func tableRow(name string, s Stats) []string {
@@ -67,6 +67,7 @@ func tableRow(name string, s Stats) []string {
 		formatCount(s.OfferedRate),
 		formatCount(s.AttemptRate),
 		formatCount(s.Goodput),
+		formatCount(s.Delivered),
 		strconv.FormatFloat(100*s.SuccessRatio, 'f', 1, 64) + "%",
 		lat(s.Latency.P50), lat(s.Latency.P90), lat(s.Latency.P99), lat(s.Latency.Max),
 		formatErrors(s.Errors),
