@@ -33,8 +33,8 @@ type tally struct {
 	// window (the phase's, the run's), whenever they were sent: counted
 	// by recorder.record, not by add.
 	delivered int64
-	errors                                  map[string]int64
-	hist                                    Histogram
+	errors    map[string]int64
+	hist      Histogram
 }
 
 func (t *tally) add(r *result) {
@@ -78,7 +78,6 @@ func (t *tally) errorCount() int64 {
 type recorder struct {
 	bucket time.Duration
 	starts []time.Duration // of each phase, and the end of the last
-
 
 	mu struct {
 		sync.Mutex

@@ -225,8 +225,8 @@ func TestDeliveredByResponseEnd(t *testing.T) {
 	s := time.Second
 	rec := newRecorder([]time.Duration{0, s, 2 * s}, 0, 250*time.Millisecond)
 	for _, r := range []result{
-		{at: 500 * time.Millisecond, phase: 0, attempts: 1, ok: true, latency: 200 * time.Millisecond}, // sent 0, ends 0
-		{at: 900 * time.Millisecond, phase: 0, attempts: 1, ok: true, latency: 300 * time.Millisecond}, // sent 0, ends 1
+		{at: 500 * time.Millisecond, phase: 0, attempts: 1, ok: true, latency: 200 * time.Millisecond},  // sent 0, ends 0
+		{at: 900 * time.Millisecond, phase: 0, attempts: 1, ok: true, latency: 300 * time.Millisecond},  // sent 0, ends 1
 		{at: 1900 * time.Millisecond, phase: 1, attempts: 1, ok: true, latency: 500 * time.Millisecond}, // sent 1, ends after the run
 		{at: 1200 * time.Millisecond, phase: 1, attempts: 1, failed: []string{"503"}},
 	} {
