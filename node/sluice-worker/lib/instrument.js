@@ -59,6 +59,7 @@ function createInstrument(options = {}) {
     // Set before the handler runs, so that it can still change them.
     for (const [name, value] of headers) res.setHeader(name, value);
     hookWriteHead(res, meter, state);
+    guardLength(res);
     if (state) res.once('finish', state.onFinish);
     if (readyPath !== null && isReadiness(req, readyPath)) {
       answerReadiness(res, Boolean(state && state.draining));
@@ -84,6 +85,41 @@ function hookWriteHead(res, meter, state) {
     }
     return writeHead.apply(this, arguments);
   };
+}
+
+// guardLength keeps a response within the Content-Length it declared. A
+// handler that writes past it (a bug, or a write after a timer when the
+// response was already whole) would put bytes on the kept-alive connection
+// that the front reads as the next request's response: another client's.
+// Node refuses such a write when strictContentLength is set, by throwing
+// from write or end; here the refused write closes the connection instead
+// (the front sees it close rather than read another's bytes) and is
+// reported once per process as a warning.
+function guardLength(res) {
+  res.strictContentLength = true;
+  for (const name of ['write', 'end']) {
+    const original = res[name];
+    res[name] = function sluiceGuardedWrite() {
+      try {
+        return original.apply(this, arguments);
+      } catch (err) {
+        if (!err || err.code !== 'ERR_HTTP_CONTENT_LENGTH_MISMATCH') throw err;
+        warnLengthOnce(err);
+        this.destroy();
+        return false;
+      }
+    };
+  }
+}
+
+let warnedLength = false;
+
+function warnLengthOnce(err) {
+  if (warnedLength) return;
+  warnedLength = true;
+  process.emitWarning(`${err.message}: the connection was closed rather than let the extra bytes reach the next request`, {
+    code: 'SLUICE_CONTENT_LENGTH_MISMATCH',
+  });
 }
 
 function isReadiness(req, readyPath) {
