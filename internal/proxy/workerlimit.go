@@ -147,7 +147,12 @@ const (
 // once (its rtt doubles), so it stays at 1; an async worker gains until its
 // loop is busy, or until the front and its neighbours, short of CPU, make
 // every request slower by as much as a request adds: both where adding more
-// only adds latency. A failed probe is undone, the next one goes the other
+// only adds latency. A probe up by less than L0 that fails is judged once
+// more, on the next window, and kept if that one passes: such a step brings
+// less than one window's noise, and a front short of CPU stalls now and
+// then, stretching every request of a window whatever the limit (judged on
+// single windows, such stalls held simulated async workers at 0.34-0.79 of
+// what a fixed limit of 32 served). A failed probe is undone, the next one goes the other
 // way, and it waits twice as long (up to probeHoldMax); a kept one is
 // followed by the next at once, doubling the limit (until the first probe
 // fails, as TCP's slow start) while latency stays within
@@ -188,6 +193,7 @@ type workerLimit struct {
 	down        bool      // the next probe goes down
 	fast        bool      // the last probe up left latency near no-load: double
 	judgedRTT   float64   // the rtt at which the limit was last judged, ns
+	second      bool      // the probe pending failed one window: one more judges it
 	hold        time.Duration
 	holdUntil   time.Time
 }
@@ -332,7 +338,7 @@ func (w *workerLimit) saturationRule(l, peak int, occupancy float64) int {
 func (w *workerLimit) latencyRule(now time.Time, l, peak int, occupancy float64) int {
 	if w.dropped {
 		// A request outlived its budget: back off, and judge afresh.
-		w.probeFrom, w.fast, w.ramped = 0, false, true
+		w.probeFrom, w.second, w.fast, w.ramped = 0, false, false, true
 		w.settleFor(now, w.judgedRTT)
 		w.probeFailed(now)
 		return int(math.Floor(0.9 * float64(l)))
@@ -354,6 +360,7 @@ func (w *workerLimit) latencyRule(now time.Time, l, peak int, occupancy float64)
 		near := up && rtt <= gradientTolerance*w.baseline
 		gained := x >= want*w.probeX && (!up || rtt <= guardGrowth*w.baseline)
 		if near || gained {
+			w.second = false
 			// Kept: the next probe, the same way, at once.
 			w.hold, w.holdUntil = w.window, now
 			w.judgedRTT, w.down = rtt, l < from
@@ -361,6 +368,14 @@ func (w *workerLimit) latencyRule(now time.Time, l, peak int, occupancy float64)
 			w.fast = up && !w.ramped && rtt <= slowStartTolerance*w.baseline
 			return w.probe(now, l, peak, x, rtt, occupancy >= probeBusy*float64(l), false)
 		}
+		if up && l < 2*from && !w.second {
+			// A step up by less than the limit brings less than one
+			// window's noise (a stall of the front's stretches every
+			// request in it): a second window judges again.
+			w.second, w.probeFrom = true, from
+			return l
+		}
+		w.second = false
 		w.fast, w.ramped = false, true
 		// Failed: back to from, whose rtt is the one to judge by from now
 		// on (a worker slower for good is not probed down again and
