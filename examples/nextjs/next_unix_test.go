@@ -185,9 +185,9 @@ func page(c *http.Client, base string) (int, string) {
 func keepRequesting(c *http.Client, base string, clients int) (stop func() (served int, failures []string)) {
 	done := make(chan struct{})
 	var (
-		wg sync.WaitGroup
-		mu sync.Mutex
-		ok int
+		wg  sync.WaitGroup
+		mu  sync.Mutex
+		ok  int
 		bad []string
 	)
 	for range clients {
