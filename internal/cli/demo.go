@@ -182,7 +182,7 @@ func demoMeasure(ctx context.Context, a *app.App, f *demoFlags, stdout, stderr i
 	if err := waitWorkers(ctx, a.Supervisor(), f.workers, 30*time.Second); err != nil {
 		return err
 	}
-	if note := busyNote(loadAverage(), runtime.NumCPU()); note != "" {
+	if note := busyNote(bench.LoadAverage(), runtime.NumCPU()); note != "" {
 		fmt.Fprintln(stdout, note)
 	}
 	url := "http://" + listen + query
@@ -291,24 +291,6 @@ func driftNote(before, after float64) string {
 		return ""
 	}
 	return fmt.Sprintf("\nnote: capacity measured again after the ramp: %.0f renders/s, against %.0f before: what else runs on this machine changed during the run, and \"of capacity\" is against the first", after, before)
-}
-
-// loadAverage returns the 1-minute load average, or -1 where it is
-// unknown (no /proc/loadavg).
-func loadAverage() float64 {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return -1
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return -1
-	}
-	l, err := strconv.ParseFloat(f[0], 64)
-	if err != nil {
-		return -1
-	}
-	return l
 }
 
 // serveBaseline serves, on 127.0.0.1:0, the same workers with no
