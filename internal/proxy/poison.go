@@ -131,7 +131,9 @@ func (st *shapeTicket) finish(o poison.Outcome) {
 // empty one), and false, having answered r, when r is refused.
 func (p *Proxy) admitShape(w http.ResponseWriter, r *http.Request) (*shapeTicket, bool) {
 	t := p.o.Poison
-	if t == nil {
+	if t == nil || t.Empty() {
+		// Nothing quarantined, nothing on probation: no clock read, no
+		// ticket, as Admit would answer.
 		return nil, true
 	}
 	tk, ok := t.Admit(time.Now(), r.Method, r.URL.Path)
