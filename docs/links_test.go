@@ -181,22 +181,33 @@ func brokenLinks(fsys fs.FS, docs []string, tracked map[string]bool) []string {
 	return broken
 }
 
+// gitFiles returns the files git tracks under root, slash-separated and
+// relative to it.
+func gitFiles(root string) (map[string]bool, error) {
+	out, err := exec.Command("git", "-C", root, "ls-files", "-z").Output()
+	if err != nil {
+		return nil, fmt.Errorf("git ls-files: %w", err)
+	}
+	files := map[string]bool{}
+	for _, f := range strings.Split(string(out), "\x00") {
+		if f != "" {
+			files[f] = true
+		}
+	}
+	return files, nil
+}
+
 // trackedFiles returns the repository's tracked files, slash-separated and
 // relative to its root, from git; outside a git checkout (an unpacked
 // archive), every file under the root.
 func trackedFiles(t *testing.T, root string) map[string]bool {
 	t.Helper()
-	files := map[string]bool{}
-	out, err := exec.Command("git", "-C", root, "ls-files", "-z").Output()
+	files, err := gitFiles(root)
 	if err == nil {
-		for _, f := range strings.Split(string(out), "\x00") {
-			if f != "" {
-				files[f] = true
-			}
-		}
 		return files
 	}
-	t.Logf("git ls-files: %v; checking the files on disk instead", err)
+	t.Logf("%v; checking the files on disk instead", err)
+	files = map[string]bool{}
 	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
