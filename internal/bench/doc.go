@@ -9,13 +9,16 @@
 // starts real processes and overloads them for tens of minutes. This
 // package holds its parts, each testable on its own: process management
 // (Process), the demo workers (Workers), the peers' configurations
-// (NginxConfig, HAProxyConfig, SluiceConfig), the round-robin proxy
-// (RoundRobin), the library-face servers (LibHandler), closed-loop capacity
-// measurement (Capacity), the real Node.js workers of scenarios node-react
+// (NginxConfig, HAProxyConfig, SluiceConfig), the library-face servers
+// (ServeLib), the real Node.js workers of scenarios node-react
 // and node-async, and of their -quiet twins whose workers report no
 // saturation (StartNodeWorkers, NodeWorkloads, internal/bench/node/counters.js),
 // and the figures drawn from reports (Recovery, Wasted, Median, BusyShare,
 // the charts).
+//
+// The parts `sluice demo` shares with it, the round-robin proxy, closed-loop
+// capacity measurement and the library-face routes, are the product's, in
+// internal/demo: the suite imports them, the binary never imports the suite.
 //
 // Everything listens on and connects to 127.0.0.1 only, and every process
 // is started in its own process group and stopped by its PID.

@@ -270,28 +270,6 @@ func TestWaitBatchWaitsForARender(t *testing.T) {
 	}
 }
 
-func TestCapacityPostSendsTheJob(t *testing.T) {
-	var ok, bad atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		if r.Method != http.MethodPost || r.Header.Get("Content-Type") != jsonType || !bytes.Equal(body, HypernovaJob(7, 23)) {
-			bad.Add(1)
-			http.Error(w, "want the job", http.StatusBadRequest)
-			return
-		}
-		ok.Add(1)
-		io.WriteString(w, batchOK)
-	}))
-	defer srv.Close()
-	r, err := CapacityPost(t.Context(), []string{srv.URL + "/batch"}, 2, 200*time.Millisecond, false, jsonType, HypernovaJob(7, 23))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Successes == 0 || r.Errors != 0 || bad.Load() != 0 {
-		t.Errorf("got %d successes, %d errors (%d requests without the job), want successes only", r.Successes, r.Errors, bad.Load())
-	}
-}
-
 func TestPoolRestartOneReplacesOnlyThatProcess(t *testing.T) {
 	if _, err := os.Stat("/bin/sleep"); err != nil {
 		t.Skip("no /bin/sleep")

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -51,39 +50,6 @@ func LibAdmissionOptions(algorithm string, initialLimit int, sig limit.Signal, l
 	return app.ControllerOptions(cfg, sig, log)
 }
 
-// DownstreamCap is the concurrency of the library-face server's simulated
-// downstream: a request with ?downstream=1 holds one of DownstreamCap
-// slots for its whole render (its ?sleep= standing for the downstream's
-// work), as a handler calling a service behind a connection pool would.
-const DownstreamCap = 32
-
-// LibHandler returns the library-face server's routes: the demo app at /
-// (behind ctrl's admission middleware when ctrl is not nil, as
-// `c.Wrap(app)`), and the app's stats and a ready path, never queued.
-// ?downstream=1 makes a request wait for one of DownstreamCap slots first.
-func LibHandler(app *demo.App, ctrl *admission.Controller) http.Handler {
-	var admit func(http.Handler) http.Handler
-	if ctrl != nil {
-		admit = ctrl.Wrap
-	}
-	return LibHandlerWith(app, admit)
-}
-
-// LibHandlerWith is LibHandler with the admission middleware given as
-// admit (nil: none): `sluice serve` in library mode passes its own, which
-// classifies by the configured routes and notes the queue wait.
-func LibHandlerWith(app *demo.App, admit func(http.Handler) http.Handler) http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle(demo.StatsPath, app.StatsHandler())
-	mux.HandleFunc(demo.ReadyPath, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ready\n") })
-	var h http.Handler = downstream(app, DownstreamCap)
-	if admit != nil {
-		h = admit(h)
-	}
-	mux.Handle("/", h)
-	return mux
-}
-
 // ServeLib runs a library-face server on ln until ctx is done: the demo app
 // in-process with work calibrated at unitsPerMs, plain or (withAdmission)
 // behind sluice's admission middleware configured by
@@ -114,25 +80,10 @@ func ServeLib(ctx context.Context, ln net.Listener, unitsPerMs float64, withAdmi
 		}
 		defer ctrl.Close()
 	}
-	srv := &http.Server{Handler: LibHandler(app, ctrl), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 65 * time.Second}
+	var admit func(http.Handler) http.Handler
+	if ctrl != nil {
+		admit = ctrl.Wrap
+	}
+	srv := &http.Server{Handler: demo.LibHandler(app, admit), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 65 * time.Second}
 	return demo.ServeUntil(ctx, srv, ln, 10*time.Second)
-}
-
-// downstream makes requests with ?downstream=1 hold one of n slots while
-// next serves them; a client that gives up while waiting frees its place.
-func downstream(next http.Handler, n int) http.Handler {
-	sem := make(chan struct{}, n)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Query().Get("downstream") != "1" {
-			next.ServeHTTP(w, r)
-			return
-		}
-		select {
-		case sem <- struct{}{}:
-		case <-r.Context().Done():
-			return
-		}
-		defer func() { <-sem }()
-		next.ServeHTTP(w, r)
-	})
 }

@@ -241,23 +241,6 @@ func machineCPUTime(path string) time.Duration {
 	return time.Duration(busy) * time.Second / clockTick
 }
 
-// LoadAverage returns the one-minute load average, or -1 if unknown.
-func LoadAverage() float64 {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return -1
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return -1
-	}
-	v, err := strconv.ParseFloat(f[0], 64)
-	if err != nil {
-		return -1
-	}
-	return v
-}
-
 // WaitHTTP polls url every 50 ms until it answers 2xx or ctx is done. A
 // server that is starting has no other way to say it is ready.
 func WaitHTTP(ctx context.Context, url string) error {

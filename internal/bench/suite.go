@@ -368,7 +368,7 @@ func (s *Suite) measure(ctx context.Context, a, b []string, perURL int) (ra, rb 
 			urls []string
 			out  *[]float64
 		}{{a, &ra}, {b, &rb}} {
-			r, err := Capacity(ctx, m.urls, perURL, s.o.CapacityTime, false)
+			r, err := demo.Capacity(ctx, m.urls, perURL, s.o.CapacityTime, false)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -466,7 +466,7 @@ func describeEnvironment(o Options) Environment {
 		Workers:    o.Workers,
 		LibProcs:   LibProcs,
 		Phase:      o.Phase.String(),
-		LoadAvg:    LoadAverage(),
+		LoadAvg:    demo.LoadAverage(),
 	}
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		e.Kernel = strings.TrimSpace(string(b))
@@ -712,7 +712,7 @@ func (s *Suite) runOnce(ctx context.Context, scenario, point string, multiple fl
 		return nil, err
 	}
 	res := &RunResult{Scenario: scenario, Setup: t.name, Point: point, Multiple: multiple, KeepAlive: keepAlive,
-		Repeat: repeat, Capacity: t.cap10, LoadAvg: LoadAverage()}
+		Repeat: repeat, Capacity: t.cap10, LoadAvg: demo.LoadAverage()}
 	cpu0 := readCPU(t)
 	reports, err := offer(ctx, t, keepAlive, repeat, streams)
 	res.CPU.RenderersLoad = (t.pool.CPUTime() - cpu0.pool).Seconds()

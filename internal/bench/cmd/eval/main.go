@@ -277,7 +277,7 @@ func rrProxy(ctx context.Context, args []string, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	rr, err := bench.NewRoundRobin(strings.Split(*upstreams, ","))
+	rr, err := demo.NewRoundRobin(strings.Split(*upstreams, ","))
 	if err != nil {
 		fmt.Fprintln(stderr, "eval rr-proxy:", err)
 		return 2

@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/bench"
+	"github.com/sluicehq/sluice/internal/demo"
 	"github.com/sluicehq/sluice/internal/loadgen"
 )
 
@@ -75,7 +76,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	load := bench.LoadAverage()
+	load := demo.LoadAverage()
 	results, capacity, err := measure(ctx, o, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "shift:", err)
@@ -84,7 +85,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if o.series {
 		writeSeries(stderr, results)
 	}
-	fmt.Fprintf(stdout, "load average (1 min) %.1f before the run, %.1f after\n", load, bench.LoadAverage())
+	fmt.Fprintf(stdout, "load average (1 min) %.1f before the run, %.1f after\n", load, demo.LoadAverage())
 	ok := writeTable(stdout, o, capacity, results)
 	if !ok {
 		fmt.Fprintln(stderr, "shift: a target was missed")
@@ -141,7 +142,7 @@ func measure(ctx context.Context, o options, stderr io.Writer) ([]phaseResult, f
 
 	cpuURL := fmt.Sprintf("http://%s/?cpu=%d", addr, o.cpu)
 	ioURL := fmt.Sprintf("http://%s/?cpu=0&sleep=%d", addr, o.sleep)
-	c, err := bench.Capacity(ctx, []string{cpuURL}, 4, 3*time.Second, false)
+	c, err := demo.Capacity(ctx, []string{cpuURL}, 4, 3*time.Second, false)
 	if err != nil {
 		return nil, 0, err
 	}

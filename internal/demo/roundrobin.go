@@ -1,4 +1,4 @@
-package bench
+package demo
 
 import (
 	"errors"
@@ -30,7 +30,7 @@ type RoundRobin struct {
 // addresses (at least one; an address that is not host:port is an error).
 func NewRoundRobin(addrs []string) (*RoundRobin, error) {
 	if len(addrs) == 0 {
-		return nil, errors.New("bench: round robin needs at least one upstream")
+		return nil, errors.New("demo: round robin needs at least one upstream")
 	}
 	tr := &http.Transport{
 		Proxy:               nil,
@@ -41,7 +41,7 @@ func NewRoundRobin(addrs []string) (*RoundRobin, error) {
 	rr := &RoundRobin{}
 	for _, a := range addrs {
 		if _, _, err := net.SplitHostPort(a); err != nil {
-			return nil, fmt.Errorf("bench: round robin upstream %q: %w", a, err)
+			return nil, fmt.Errorf("demo: round robin upstream %q: %w", a, err)
 		}
 		u, err := url.Parse("http://" + a)
 		if err != nil {

@@ -1,6 +1,7 @@
-package bench
+package demo
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net"
@@ -26,24 +27,29 @@ type CapacityResult struct {
 // perURL clients per URL, each sending its next request as soon as the
 // previous one is answered, for d, over keep-alive connections unless
 // newConns. With one client per single-threaded worker this is the most
-// the workers can render with no proxy and no queueing: the capacity the
-// suite's load multiples refer to.
+// the workers can render with no proxy and no queueing: the capacity that
+// `sluice demo`'s load, and the evaluation suite's load multiples, refer to.
 func Capacity(ctx context.Context, urls []string, perURL int, d time.Duration, newConns bool) (CapacityResult, error) {
-	return capacity(ctx, urls, perURL, d, newConns, func(ctx context.Context, c *http.Client, u string) (int, error) {
-		return get(ctx, c, u, io.Discard)
+	return capacity(ctx, urls, perURL, d, newConns, func(ctx context.Context, u string) (*http.Request, error) {
+		return http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	})
 }
 
 // CapacityPost is Capacity with every request a POST of body, of type
 // contentType: for workers such as Hypernova that render a posted job.
 func CapacityPost(ctx context.Context, urls []string, perURL int, d time.Duration, newConns bool, contentType string, body []byte) (CapacityResult, error) {
-	return capacity(ctx, urls, perURL, d, newConns, func(ctx context.Context, c *http.Client, u string) (int, error) {
-		return post(ctx, c, u, contentType, body, io.Discard)
+	return capacity(ctx, urls, perURL, d, newConns, func(ctx context.Context, u string) (*http.Request, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Content-Type", contentType)
+		return req, nil
 	})
 }
 
-// capacity is Capacity with each request made by send.
-func capacity(ctx context.Context, urls []string, perURL int, d time.Duration, newConns bool, send func(context.Context, *http.Client, string) (int, error)) (CapacityResult, error) {
+// capacity is Capacity with each request made by newRequest.
+func capacity(ctx context.Context, urls []string, perURL int, d time.Duration, newConns bool, newRequest func(context.Context, string) (*http.Request, error)) (CapacityResult, error) {
 	tr := &http.Transport{
 		Proxy:               nil,
 		DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
@@ -52,6 +58,19 @@ func capacity(ctx context.Context, urls []string, perURL int, d time.Duration, n
 	}
 	defer tr.CloseIdleConnections()
 	c := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	send := func(ctx context.Context, u string) (int, error) {
+		req, err := newRequest(ctx, u)
+		if err != nil {
+			return 0, err
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		defer resp.Body.Close()
+		_, err = io.Copy(io.Discard, resp.Body)
+		return resp.StatusCode, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	var (
@@ -65,7 +84,7 @@ func capacity(ctx context.Context, urls []string, perURL int, d time.Duration, n
 			wg.Go(func() {
 				for ctx.Err() == nil {
 					t0 := time.Now()
-					status, err := send(ctx, c, u)
+					status, err := send(ctx, u)
 					switch {
 					case ctx.Err() != nil:
 						// Cut by the end of the measurement: not counted.

@@ -1,8 +1,9 @@
-package bench
+package demo
 
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -25,12 +26,11 @@ func TestRoundRobinTakesTurns(t *testing.T) {
 	t.Cleanup(front.Close)
 	var got []string
 	for range 6 {
-		var b strings.Builder
-		status, err := get(context.Background(), newClient(5*time.Second), front.URL, &b)
+		status, body, err := fetch(context.Background(), front.URL)
 		if err != nil || status != http.StatusOK {
 			t.Fatalf("got %d, %v, want 200", status, err)
 		}
-		got = append(got, b.String())
+		got = append(got, body)
 	}
 	if want := "abcabc"; strings.Join(got, "") != want {
 		t.Errorf("got upstreams %v in turn, want %s", got, want)
@@ -54,7 +54,7 @@ func TestRoundRobinCancelsTheUpstreamWhenTheClientLeaves(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		_, err := get(ctx, newClient(5*time.Second), front.URL, io.Discard)
+		_, _, err := fetch(ctx, front.URL)
 		done <- err
 	}()
 	<-arrived
@@ -68,11 +68,14 @@ func TestRoundRobinCancelsTheUpstreamWhenTheClientLeaves(t *testing.T) {
 }
 
 func TestRoundRobinAnswers502WhenTheUpstreamIsDown(t *testing.T) {
-	port, err := FreePort()
+	// An address nothing listens on any more.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	rr, err := NewRoundRobin([]string{"127.0.0.1:" + itoa(port)})
+	down := ln.Addr().String()
+	ln.Close()
+	rr, err := NewRoundRobin([]string{down})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,4 +89,21 @@ func TestRoundRobinAnswers502WhenTheUpstreamIsDown(t *testing.T) {
 			t.Errorf("upstreams %q: got no error, want one", bad)
 		}
 	}
+}
+
+// fetch gets url on a connection of its own and returns the status and
+// the body.
+func fetch(ctx context.Context, url string) (int, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
 }
