@@ -233,7 +233,7 @@ func TestDockerignore(t *testing.T) {
 			t.Errorf(".dockerignore leaves out %s, which the build needs", f)
 		}
 	}
-	for _, f := range []string{".git/HEAD", "bench/node/node_modules/react/index.js", "sluice", "cmd/sluice/main_test.go"} {
+	for _, f := range []string{".git/HEAD", "internal/eval/node/node_modules/react/index.js", "internal/eval/doc.go", "peers/go.mod", "sluice", "cmd/sluice/main_test.go"} {
 		if !d.excludes(f) {
 			t.Errorf(".dockerignore keeps %s in the build context", f)
 		}

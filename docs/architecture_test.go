@@ -75,7 +75,7 @@ func goPackages(t *testing.T, root string) []string {
 
 // covers reports whether the row names pkg: the same path, or, for a row of
 // a nested module ("grpc/"), any package inside it, or, for any row, a
-// command of its own ("internal/bench" covers "internal/bench/cmd/eval").
+// command of its own ("internal/eval" covers "internal/eval/cmd/eval").
 func covers(row, pkg string) bool {
 	r := strings.TrimSuffix(row, "/")
 	switch {
@@ -125,8 +125,8 @@ func TestCovers(t *testing.T) {
 		{"admission", "admission/promadmission", false},
 		{"grpc/", "grpc", true},
 		{"grpc/", "grpc/internal/x", true},
-		{"internal/bench", "internal/bench/cmd/eval", true},
-		{"internal/bench", "internal/benchmark", false},
+		{"internal/eval", "internal/eval/cmd/eval", true},
+		{"internal/eval", "internal/evalmark", false},
 	} {
 		if got := covers(tt.row, tt.pkg); got != tt.want {
 			t.Errorf("covers(%q, %q) = %v, want %v", tt.row, tt.pkg, got, tt.want)

@@ -80,7 +80,7 @@ func BenchmarkFrontShed(b *testing.B) {
 // BenchmarkShedLoopback is a shed over a real loopback connection (one
 // kept-alive client, one request at a time), beside what the bare
 // net/http server the evaluation suite takes for the floor
-// (bench.ShedFloor: a 503 with Retry-After, nothing else) costs the same
+// (eval.ShedFloor in internal/eval: a 503 with Retry-After, nothing else) costs the same
 // client. The client's work is in both; the difference is what sluice's
 // server and handlers add to each shed. cpu-ns/op is the process's.
 func BenchmarkShedLoopback(b *testing.B) {

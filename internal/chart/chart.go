@@ -1,6 +1,6 @@
 // Package chart draws line charts as self-contained SVG files: the run
 // chart of `sluice bench` (internal/loadgen) and the comparison charts of
-// the evaluation suite (internal/bench). It needs no fonts, scripts or
+// the evaluation suite (internal/eval). It needs no fonts, scripts or
 // styles from outside the file, so a chart renders the same on GitHub, in a
 // browser and in an image viewer.
 package chart

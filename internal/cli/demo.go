@@ -22,7 +22,6 @@ import (
 	"github.com/oklog/run"
 
 	"github.com/sluicehq/sluice/internal/app"
-	"github.com/sluicehq/sluice/internal/bench"
 	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/internal/demo"
 	"github.com/sluicehq/sluice/internal/loadgen"
@@ -182,7 +181,7 @@ func demoMeasure(ctx context.Context, a *app.App, f *demoFlags, stdout, stderr i
 	if err := waitWorkers(ctx, a.Supervisor(), f.workers, 30*time.Second); err != nil {
 		return err
 	}
-	if note := busyNote(bench.LoadAverage(), runtime.NumCPU()); note != "" {
+	if note := busyNote(demo.LoadAverage(), runtime.NumCPU()); note != "" {
 		fmt.Fprintln(stdout, note)
 	}
 	url := "http://" + listen + query
@@ -192,7 +191,7 @@ func demoMeasure(ctx context.Context, a *app.App, f *demoFlags, stdout, stderr i
 	// settle in it.
 	clients := 4 * f.workers
 	capacity := func(d time.Duration) (float64, error) {
-		c, err := bench.Capacity(ctx, []string{url}, clients, d, false)
+		c, err := demo.Capacity(ctx, []string{url}, clients, d, false)
 		if err == nil && c.Rate <= 0 {
 			err = errors.New("capacity measurement: no request succeeded")
 		}
@@ -304,7 +303,7 @@ func serveBaseline(sup *supervisor.Supervisor) (url string, stop func(), err err
 			addrs = append(addrs, w.Addr)
 		}
 	}
-	rr, err := bench.NewRoundRobin(addrs)
+	rr, err := demo.NewRoundRobin(addrs)
 	if err != nil {
 		return "", nil, err
 	}

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/app"
-	"github.com/sluicehq/sluice/internal/bench"
 	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/internal/demo"
 	"github.com/sluicehq/sluice/server"
@@ -132,7 +131,7 @@ func setProcs(cfg *config.Config, log *slog.Logger) {
 // library-face server runs it.
 func embeddedDemo(admit func(http.Handler) http.Handler) http.Handler {
 	d := &demo.App{Work: demo.Calibrate(50 * time.Millisecond), Name: "sluice (embedded demo app)"}
-	return bench.LibHandlerWith(d, admit)
+	return demo.LibHandler(d, admit)
 }
 
 func newLogger(w io.Writer, format string) (*slog.Logger, error) {

@@ -126,8 +126,8 @@ func newTransport(cfg Config) *http.Transport {
 		DialContext:       d.DialContext,
 		DisableKeepAlives: cfg.DisableKeepAlives,
 		// No implicit Accept-Encoding: gzip. Fronts are compared on the same
-		// bytes (sluice compresses by default, an nginx of the bench does
-		// not); -H "Accept-Encoding: gzip" asks for compression explicitly.
+		// bytes (sluice compresses by default, the evaluation suite's nginx
+		// does not); -H "Accept-Encoding: gzip" asks for compression explicitly.
 		DisableCompression:  true,
 		MaxIdleConns:        cfg.MaxOutstanding,
 		MaxIdleConnsPerHost: cfg.MaxOutstanding,

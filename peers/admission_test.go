@@ -1,0 +1,134 @@
+// Package peers measures sluice's admission fast path side by side with
+// peer limiters, in a module of its own so that the peers never enter
+// sluice's go.mod. Run: cd peers && go test -bench . -count 6 | benchstat -
+//
+// github.com/platinummonkey/go-concurrency-limits, the Go port of Netflix's
+// library, is not served by the Go module proxy this project can reach (403),
+// so it is not here; see docs/benchmarks.md.
+package peers
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"testing"
+
+	"golang.org/x/sync/semaphore"
+
+	"github.com/sluicehq/sluice/admission"
+	"github.com/sluicehq/sluice/limit"
+)
+
+func newController(b *testing.B) *admission.Controller {
+	c, err := admission.New(admission.Options{Limit: limit.NewFixed(1000), SampleWindow: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(c.Close)
+	return c
+}
+
+// The peers, each as an acquire/release pair under the limit.
+var peers = []struct {
+	name string
+	make func(b *testing.B) func()
+}{
+	{"sluice", func(b *testing.B) func() {
+		c, ctx := newController(b), context.Background()
+		return func() {
+			p, err := c.Acquire(ctx, admission.Request{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			p.Release()
+		}
+	}},
+	// Untimed: what a caller that gives its slots back with Release (or
+	// times its own work, as sluice's proxy does) pays. Permit.Done's
+	// timing costs one monotonic clock read on top.
+	{"sluice-untimed", func(b *testing.B) func() {
+		c, ctx := newController(b), context.Background()
+		req := admission.Request{Untimed: true}
+		return func() {
+			p, err := c.Acquire(ctx, req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			p.Release()
+		}
+	}},
+	{"x-sync-semaphore", func(b *testing.B) func() {
+		s, ctx := semaphore.NewWeighted(1000), context.Background()
+		return func() {
+			if err := s.Acquire(ctx, 1); err != nil {
+				b.Fatal(err)
+			}
+			s.Release(1)
+		}
+	}},
+	{"channel", func(b *testing.B) func() {
+		sem := make(chan struct{}, 1000)
+		return func() {
+			sem <- struct{}{}
+			<-sem
+		}
+	}},
+}
+
+func BenchmarkAcquireRelease(b *testing.B) {
+	for _, p := range peers {
+		b.Run(p.name, func(b *testing.B) {
+			op := p.make(b)
+			b.ReportAllocs()
+			for b.Loop() {
+				op()
+			}
+		})
+	}
+}
+
+func BenchmarkAcquireReleaseParallel(b *testing.B) {
+	for _, p := range peers {
+		b.Run(p.name, func(b *testing.B) {
+			op := p.make(b)
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					op()
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkAcquireReleaseProcs is the parallel pair at 1 and 2 Ps (up to
+// the machine's CPUs), and with 8 goroutines per P: how the cost of the
+// shared state grows with the cores a service runs on, and under the
+// contention of more goroutines than Ps.
+func BenchmarkAcquireReleaseProcs(b *testing.B) {
+	type setting struct {
+		procs, perP int
+	}
+	var settings []setting
+	for _, n := range []int{1, 2, 4, 8} {
+		if n <= runtime.NumCPU() {
+			settings = append(settings, setting{n, 1})
+		}
+	}
+	settings = append(settings, setting{runtime.GOMAXPROCS(0), 8})
+	for _, st := range settings {
+		for _, p := range peers {
+			b.Run(fmt.Sprintf("procs=%d/goroutines=%d/%s", st.procs, st.procs*st.perP, p.name), func(b *testing.B) {
+				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(st.procs))
+				op := p.make(b)
+				b.ReportAllocs()
+				b.SetParallelism(st.perP)
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						op()
+					}
+				})
+			})
+		}
+	}
+}
