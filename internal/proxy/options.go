@@ -53,6 +53,15 @@ type Options struct {
 	// (supervisor.Endpoint.Adaptive).
 	WorkerLimit WorkerLimit
 
+	// WorkerDemand gives the meter of an adaptive worker process's CPU
+	// demand (supervisor.Endpoint.Pid; nil: none), read once a
+	// WorkerLimit.Window while the worker reports no saturation itself
+	// and taken as its report: a worker that says nothing is then judged
+	// as one that does, by how busy its event loop is, not only by its
+	// throughput and latency. nil means KernelDemand; NoDemand turns it
+	// off.
+	WorkerDemand func(pid int) DemandMeter
+
 	// Classify maps a request to its admission Request (priority, tenant,
 	// cost, deadline). nil treats every request alike: Critical, cost 1,
 	// no deadline. A Deadline, when set, replaces Timeout as the request's
@@ -311,6 +320,9 @@ func (o Options) Validate() error {
 
 // withDefaults returns o with every zero field replaced by its default.
 func (o Options) withDefaults() Options {
+	if o.WorkerDemand == nil {
+		o.WorkerDemand = KernelDemand
+	}
 	if o.PingPath == "" {
 		o.PingPath = DefaultPingPath
 	}

@@ -1,0 +1,209 @@
+// Package cpudemand measures, from outside a worker process, how much of
+// the time its event loop wanted a CPU: the saturation a single-threaded
+// worker would report itself (as node/sluice-worker does with Node's
+// event-loop utilization), read from the kernel's scheduler statistics
+// instead, so that a worker that reports nothing still gives sluice's
+// per-worker limit a saturation signal rather than only its latency.
+//
+// The demand of a thread over an interval is the time it ran plus the time
+// it waited, runnable, for a CPU, divided by the interval
+// (/proc/<pid>/task/<tid>/schedstat, Linux 2.6.9 and later). A thread that
+// ran all the time has demand 1; so has one that shares its CPU with a
+// neighbour and ran half the time, waiting the other half: both could
+// take no more work. Time spent waiting for I/O or a timer is not demand.
+//
+// The thread measured is the main thread of the busiest process in the
+// worker's tree (the worker itself, or a child a wrapper such as npm or sh
+// started), chosen again every RescanEvery. The reading is only given when
+// that thread ran at least MinMainShare of its process's CPU time over the
+// last scan: a multi-threaded worker (a Go or Java server) is not
+// saturated when one of its threads is, and its limit is left to the
+// other evidence.
+package cpudemand
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+const (
+	// RescanEvery is how often the measured process and its share of the
+	// tree's CPU are chosen again.
+	RescanEvery = time.Second
+	// MinMainShare is the least share of its process's CPU time the main
+	// thread must have used over a scan for its demand to stand for the
+	// process's saturation.
+	MinMainShare = 0.6
+	// maxTree bounds the processes of one worker's tree looked at, and
+	// maxThreads the threads of one process: both are the worker's to
+	// choose, so they are bounded.
+	maxTree    = 16
+	maxThreads = 256
+)
+
+// Meter reads one worker's CPU demand. Not safe for concurrent use.
+type Meter struct {
+	root string // the proc file system, "/proc"
+	pid  int    // the worker's process
+
+	target   int // the process whose main thread is measured; 0: none yet
+	single   bool
+	scanAt   time.Time
+	scanRun  map[int]uint64 // per process of the tree: all its threads' run time at scanAt
+	scanMain uint64         // target's main thread's run time at scanAt
+
+	at        time.Time // of the last reading
+	run, wait uint64    // the target's main thread's counters then, ns
+}
+
+// New returns a Meter of the process pid, reading the proc file system
+// at root ("/proc" on Linux).
+func New(root string, pid int) *Meter {
+	return &Meter{root: root, pid: pid, scanRun: map[int]uint64{}}
+}
+
+// Read returns the demand of the worker's main thread since the last
+// Read, in [0, 1], and whether it is known: not on the first call after a
+// scan changed the thread measured, not when the worker is multi-threaded
+// or gone, and not when no time has passed.
+func (m *Meter) Read(now time.Time) (float64, bool) {
+	if m.target == 0 || now.Sub(m.scanAt) >= RescanEvery {
+		m.rescan(now)
+	}
+	if m.target == 0 {
+		return 0, false
+	}
+	run, wait, err := m.schedstat(m.target, m.target)
+	if err != nil {
+		m.target = 0 // gone: look again on the next Read
+		return 0, false
+	}
+	prevAt, prevRun, prevWait := m.at, m.run, m.wait
+	m.at, m.run, m.wait = now, run, wait
+	d := now.Sub(prevAt)
+	if prevAt.IsZero() || d <= 0 || run < prevRun || wait < prevWait || !m.single {
+		return 0, false
+	}
+	demand := float64(run-prevRun+wait-prevWait) / float64(d)
+	return min(max(demand, 0), 1), true
+}
+
+// rescan chooses the busiest process of the worker's tree since the last
+// scan and judges whether its main thread does most of its work.
+func (m *Meter) rescan(now time.Time) {
+	tree := m.tree()
+	runs := make(map[int]uint64, len(tree))
+	best, bestRun := 0, uint64(0)
+	for _, pid := range tree {
+		total, ok := m.processRun(pid)
+		if !ok {
+			continue
+		}
+		runs[pid] = total
+		used := total - min(total, m.scanRun[pid]) // a pid reused starts afresh
+		if best == 0 || used > bestRun {
+			best, bestRun = pid, used
+		}
+	}
+	var main uint64
+	if best != 0 {
+		main, _, _ = m.schedstat(best, best)
+	}
+	switch {
+	case best == 0:
+		m.single = false
+	case best != m.target:
+		// A new process measured: its share is judged over its life so far.
+		m.single = share(main, runs[best]) >= MinMainShare
+		m.at = time.Time{}
+	case bestRun > 0:
+		m.single = share(main-min(main, m.scanMain), bestRun) >= MinMainShare
+	}
+	m.target, m.scanAt, m.scanRun, m.scanMain = best, now, runs, main
+}
+
+func share(part, whole uint64) float64 {
+	if whole == 0 {
+		return 0
+	}
+	return float64(part) / float64(whole)
+}
+
+// tree is the worker's process and its descendants, breadth first, at
+// most maxTree of them.
+func (m *Meter) tree() []int {
+	pids := []int{m.pid}
+	for i := 0; i < len(pids) && len(pids) < maxTree; i++ {
+		for _, tid := range m.threads(pids[i]) {
+			b, err := os.ReadFile(filepath.Join(m.root, strconv.Itoa(pids[i]), "task", strconv.Itoa(tid), "children"))
+			if err != nil {
+				continue
+			}
+			for f := range bytes.FieldsSeq(b) {
+				if c, err := strconv.Atoi(string(f)); err == nil && len(pids) < maxTree {
+					pids = append(pids, c)
+				}
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(m.root, strconv.Itoa(m.pid))); err != nil {
+		return nil
+	}
+	return pids
+}
+
+// threads lists pid's threads, at most maxThreads.
+func (m *Meter) threads(pid int) []int {
+	f, err := os.Open(filepath.Join(m.root, strconv.Itoa(pid), "task"))
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	names, _ := f.Readdirnames(maxThreads)
+	tids := make([]int, 0, len(names))
+	for _, n := range names {
+		if tid, err := strconv.Atoi(n); err == nil {
+			tids = append(tids, tid)
+		}
+	}
+	return tids
+}
+
+// processRun is the run time of all of pid's threads, ns.
+func (m *Meter) processRun(pid int) (uint64, bool) {
+	var total uint64
+	found := false
+	for _, tid := range m.threads(pid) {
+		if run, _, err := m.schedstat(pid, tid); err == nil {
+			total += run
+			found = true
+		}
+	}
+	return total, found
+}
+
+var errFormat = errors.New("cpudemand: malformed schedstat")
+
+// schedstat reads a thread's time on a CPU and time runnable waiting for
+// one, ns.
+func (m *Meter) schedstat(pid, tid int) (run, wait uint64, err error) {
+	b, err := os.ReadFile(filepath.Join(m.root, strconv.Itoa(pid), "task", strconv.Itoa(tid), "schedstat"))
+	if err != nil {
+		return 0, 0, err
+	}
+	f := bytes.Fields(b)
+	if len(f) < 2 {
+		return 0, 0, errFormat
+	}
+	if run, err = strconv.ParseUint(string(f[0]), 10, 64); err != nil {
+		return 0, 0, errFormat
+	}
+	if wait, err = strconv.ParseUint(string(f[1]), 10, 64); err != nil {
+		return 0, 0, errFormat
+	}
+	return run, wait, nil
+}
