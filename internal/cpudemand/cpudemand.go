@@ -16,9 +16,10 @@
 // worker's tree (the worker itself, or a child a wrapper such as npm or sh
 // started), chosen again every RescanEvery. The reading is only given when
 // that thread ran at least MinMainShare of its process's CPU time over the
-// last scan: a multi-threaded worker (a Go or Java server) is not
-// saturated when one of its threads is, and its limit is left to the
-// other evidence.
+// last scan, and no other process of the tree ran more than MaxOtherShare
+// of what that one did: a multi-threaded worker (a Go or Java server), or
+// one that forks a cluster of its own, is not saturated when one of its
+// threads is, and its limit is left to the other evidence.
 package cpudemand
 
 import (
@@ -38,6 +39,9 @@ const (
 	// thread must have used over a scan for its demand to stand for the
 	// process's saturation.
 	MinMainShare = 0.6
+	// MaxOtherShare is the most CPU time another process of the tree may
+	// use over a scan, as a share of the measured process's.
+	MaxOtherShare = 0.3
 	// maxTree bounds the processes of one worker's tree looked at, and
 	// maxThreads the threads of one process: both are the worker's to
 	// choose, so they are bounded.
@@ -97,7 +101,7 @@ func (m *Meter) Read(now time.Time) (float64, bool) {
 func (m *Meter) rescan(now time.Time) {
 	tree := m.tree()
 	runs := make(map[int]uint64, len(tree))
-	best, bestRun := 0, uint64(0)
+	best, bestRun, second := 0, uint64(0), uint64(0)
 	for _, pid := range tree {
 		total, ok := m.processRun(pid)
 		if !ok {
@@ -105,8 +109,11 @@ func (m *Meter) rescan(now time.Time) {
 		}
 		runs[pid] = total
 		used := total - min(total, m.scanRun[pid]) // a pid reused starts afresh
-		if best == 0 || used > bestRun {
-			best, bestRun = pid, used
+		switch {
+		case best == 0 || used > bestRun:
+			best, bestRun, second = pid, used, bestRun
+		case used > second:
+			second = used
 		}
 	}
 	var main uint64
@@ -114,7 +121,7 @@ func (m *Meter) rescan(now time.Time) {
 		main, _, _ = m.schedstat(best, best)
 	}
 	switch {
-	case best == 0:
+	case best == 0 || float64(second) > MaxOtherShare*float64(bestRun):
 		m.single = false
 	case best != m.target:
 		// A new process measured: its share is judged over its life so far.

@@ -196,3 +196,18 @@ func TestTreeBounded(t *testing.T) {
 		t.Fatalf("tree has %d processes; want the bound %d", n, maxTree)
 	}
 }
+
+// A worker that forks a cluster of its own (several busy processes) is
+// not judged by one of them.
+func TestClusterOfProcessesNotMeasured(t *testing.T) {
+	p := newFakeProc(t)
+	p.thread(10, 10, 10*time.Millisecond, 0, 20, 30)
+	p.thread(20, 20, time.Second, 0)
+	p.thread(30, 30, 800*time.Millisecond, 0)
+	m := New(p.root, 10)
+	m.Read(t0)
+	p.thread(20, 20, time.Second+50*time.Millisecond, 0)
+	if d, ok := m.Read(t0.Add(100 * time.Millisecond)); ok {
+		t.Fatalf("Read = %v, true for one of two busy processes; want unknown", d)
+	}
+}
