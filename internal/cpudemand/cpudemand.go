@@ -47,12 +47,19 @@ const (
 	// choose, so they are bounded.
 	maxTree    = 16
 	maxThreads = 256
+	// resolveEvery is how often a Meter of a listener looks again for the
+	// process behind it when it has none: a look reads every process's
+	// file descriptors.
+	resolveEvery = 5 * time.Second
 )
 
 // Meter reads one worker's CPU demand. Not safe for concurrent use.
 type Meter struct {
 	root string // the proc file system, "/proc"
-	pid  int    // the worker's process
+	pid  int    // the worker's process; 0: not known
+	addr string // the worker's listening address, when pid is looked up
+	// resolvedAt is when pid was last looked up from addr.
+	resolvedAt time.Time
 
 	target   int // the process whose main thread is measured; 0: none yet
 	single   bool
@@ -68,6 +75,15 @@ type Meter struct {
 // at root ("/proc" on Linux).
 func New(root string, pid int) *Meter {
 	return &Meter{root: root, pid: pid, scanRun: map[int]uint64{}}
+}
+
+// NewListener returns a Meter of the process that listens on addr, a
+// loopback TCP "host:port" (see ListenerPid), looked up when first read
+// and again, at most every few seconds, while none is found or the one
+// found has gone: the worker behind a static upstream on this host, which
+// its own supervisor (systemd, pm2, a container's init) may restart.
+func NewListener(root, addr string) *Meter {
+	return &Meter{root: root, addr: addr, scanRun: map[int]uint64{}}
 }
 
 // Read returns the demand of the worker's main thread since the last
@@ -99,6 +115,11 @@ func (m *Meter) Read(now time.Time) (float64, bool) {
 // rescan chooses the busiest process of the worker's tree since the last
 // scan and judges whether its main thread does most of its work.
 func (m *Meter) rescan(now time.Time) {
+	if m.addr != "" && (m.pid == 0 || !m.alive(m.pid)) &&
+		(m.resolvedAt.IsZero() || now.Sub(m.resolvedAt) >= resolveEvery) {
+		m.pid, _ = ListenerPid(m.root, m.addr)
+		m.resolvedAt = now
+	}
 	tree := m.tree()
 	runs := make(map[int]uint64, len(tree))
 	best, bestRun, second := 0, uint64(0), uint64(0)
@@ -143,6 +164,9 @@ func share(part, whole uint64) float64 {
 // tree is the worker's process and its descendants, breadth first, at
 // most maxTree of them.
 func (m *Meter) tree() []int {
+	if m.pid == 0 || !m.alive(m.pid) {
+		return nil
+	}
 	pids := []int{m.pid}
 	for i := 0; i < len(pids) && len(pids) < maxTree; i++ {
 		for _, tid := range m.threads(pids[i]) {
@@ -157,10 +181,12 @@ func (m *Meter) tree() []int {
 			}
 		}
 	}
-	if _, err := os.Stat(filepath.Join(m.root, strconv.Itoa(m.pid))); err != nil {
-		return nil
-	}
 	return pids
+}
+
+func (m *Meter) alive(pid int) bool {
+	_, err := os.Stat(filepath.Join(m.root, strconv.Itoa(pid)))
+	return err == nil
 }
 
 // threads lists pid's threads, at most maxThreads.

@@ -1,12 +1,14 @@
 package proxy
 
 import (
+	"net/netip"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/cpudemand"
+	"github.com/sluicehq/sluice/internal/supervisor"
 )
 
 // DemandMeter reads a worker process's CPU demand, in [0, 1], since its
@@ -16,19 +18,27 @@ type DemandMeter interface {
 	Read(now time.Time) (float64, bool)
 }
 
-// KernelDemand is WorkerLimit.Demand's default: the kernel's scheduler
-// statistics of the worker's process (package cpudemand) on Linux, nothing
-// elsewhere.
-func KernelDemand(pid int) DemandMeter {
+// KernelDemand is Options.WorkerDemand's default, on Linux: the kernel's
+// scheduler statistics (package cpudemand) of the worker's process, the
+// one the supervisor runs (Endpoint.Pid), or else, for a static upstream
+// on a loopback TCP address, the one found listening there. Elsewhere, and
+// for other upstreams, nothing.
+func KernelDemand(e supervisor.Endpoint) DemandMeter {
 	if runtime.GOOS != "linux" {
 		return nil
 	}
-	return cpudemand.New("/proc", pid)
+	if e.Pid > 0 {
+		return cpudemand.New("/proc", e.Pid)
+	}
+	if ap, err := netip.ParseAddrPort(e.Addr); e.Network == "tcp" && err == nil && ap.Addr().IsLoopback() {
+		return cpudemand.NewListener("/proc", e.Addr)
+	}
+	return nil
 }
 
-// NoDemand is a WorkerLimit.Demand that measures nothing: a worker that
+// NoDemand is an Options.WorkerDemand that measures nothing: a worker that
 // reports no saturation is judged by its throughput and latency alone.
-func NoDemand(int) DemandMeter { return nil }
+func NoDemand(supervisor.Endpoint) DemandMeter { return nil }
 
 // demandFeed reads an endpoint's meter at most once a window, outside the
 // pool's mutex (a reading is a file read or two): the reading goes to the

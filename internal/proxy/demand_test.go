@@ -2,6 +2,7 @@ package proxy_test
 
 import (
 	"math"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -28,9 +29,9 @@ func (m *fakeMeter) Read(time.Time) (float64, bool) {
 
 // meterRig is a rig whose workers' CPU demand is m's.
 func meterRig(t *testing.T, m *fakeMeter) *rig {
-	o := proxy.Options{WorkerDemand: func(pid int) proxy.DemandMeter {
-		if pid != m.pid {
-			t.Errorf("meter asked for pid %d, want %d", pid, m.pid)
+	o := proxy.Options{WorkerDemand: func(e supervisor.Endpoint) proxy.DemandMeter {
+		if e.Pid != m.pid {
+			return nil
 		}
 		return m
 	}}
@@ -85,8 +86,8 @@ func TestWorkerReportWinsOverKernel(t *testing.T) {
 	})
 }
 
-// Without a process (a static upstream) or with NoDemand, nothing is
-// measured: the worker's limit has its latency alone.
+// Without a meter (a static upstream elsewhere) or with NoDemand, nothing
+// is measured: the worker's limit has its latency alone.
 func TestNoDemandWithoutPidOrWhenOff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := &fakeMeter{pid: 77}
@@ -106,4 +107,25 @@ func TestNoDemandWithoutPidOrWhenOff(t *testing.T) {
 			t.Errorf("NoDemand: got saturation %v; want -1", e.Saturation)
 		}
 	})
+}
+
+func TestKernelDemandFor(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc")
+	}
+	for _, tt := range []struct {
+		e    supervisor.Endpoint
+		want bool
+	}{
+		{supervisor.Endpoint{Pid: 42, Network: "tcp", Addr: "127.0.0.1:1"}, true},
+		{supervisor.Endpoint{Network: "tcp", Addr: "127.0.0.1:8080"}, true}, // a static upstream on this host
+		{supervisor.Endpoint{Network: "tcp", Addr: "[::1]:8080"}, true},
+		{supervisor.Endpoint{Network: "tcp", Addr: "10.0.0.7:8080"}, false}, // another host's
+		{supervisor.Endpoint{Network: "tcp", Addr: "worker1:8080"}, false},
+		{supervisor.Endpoint{Network: "unix", Addr: "/run/w.sock"}, false},
+	} {
+		if got := proxy.KernelDemand(tt.e) != nil; got != tt.want {
+			t.Errorf("KernelDemand(%+v) != nil is %v; want %v", tt.e, got, tt.want)
+		}
+	}
 }

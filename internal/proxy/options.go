@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluicehq/sluice/admission"
 	"github.com/sluicehq/sluice/internal/poison"
+	"github.com/sluicehq/sluice/internal/supervisor"
 )
 
 // Defaults applied by New to zero fields of Options.
@@ -53,14 +54,13 @@ type Options struct {
 	// (supervisor.Endpoint.Adaptive).
 	WorkerLimit WorkerLimit
 
-	// WorkerDemand gives the meter of an adaptive worker process's CPU
-	// demand (supervisor.Endpoint.Pid; nil: none), read once a
-	// WorkerLimit.Window while the worker reports no saturation itself
-	// and taken as its report: a worker that says nothing is then judged
-	// as one that does, by how busy its event loop is, not only by its
-	// throughput and latency. nil means KernelDemand; NoDemand turns it
-	// off.
-	WorkerDemand func(pid int) DemandMeter
+	// WorkerDemand gives the meter of an adaptive worker's CPU demand
+	// (nil: none), read once a WorkerLimit.Window while the worker reports
+	// no saturation itself and taken as its report: a worker that says
+	// nothing is then judged as one that does, by how busy its event loop
+	// is, not only by its throughput and latency. nil means KernelDemand;
+	// NoDemand turns it off.
+	WorkerDemand func(supervisor.Endpoint) DemandMeter
 
 	// Classify maps a request to its admission Request (priority, tenant,
 	// cost, deadline). nil treats every request alike: Critical, cost 1,

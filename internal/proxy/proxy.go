@@ -104,8 +104,8 @@ func (p *Proxy) Add(e supervisor.Endpoint) {
 		client:   p.newClient(e),
 		added:    time.Now(),
 	}
-	if e.Adaptive && e.Pid > 0 {
-		if m := p.o.WorkerDemand(e.Pid); m != nil {
+	if e.Adaptive {
+		if m := p.o.WorkerDemand(e); m != nil {
 			window := p.o.WorkerLimit.Window
 			if window == 0 {
 				window = DefaultWorkerLimitWindow
