@@ -6,11 +6,16 @@
 // per-worker limit a saturation signal rather than only its latency.
 //
 // The demand of a thread over an interval is the time it ran plus the time
-// it waited, runnable, for a CPU, divided by the interval
-// (/proc/<pid>/task/<tid>/schedstat, Linux 2.6.9 and later). A thread that
-// ran all the time has demand 1; so has one that shares its CPU with a
-// neighbour and ran half the time, waiting the other half: both could
-// take no more work. Time spent waiting for I/O or a timer is not demand.
+// it waited, runnable, for a CPU after being preempted, divided by the
+// interval: what Node.js's event-loop utilization counts, read from
+// /proc/<pid>/task/<tid>/schedstat (time run, time waiting to run; Linux
+// 2.6.9 and later) and status (context switches). A thread that ran all
+// the time has demand 1; so has one that shares its CPU with a neighbour
+// and ran half the time, preempted the other half: both could take no more
+// work. Time spent waiting for I/O or a timer is not demand, and neither
+// is the wait to be scheduled after waking from it, as an event loop
+// counts that time idle: the schedstat wait is counted in the share of the
+// interval's switches that were preemptions (involuntary).
 //
 // The thread measured is the main thread of the busiest process in the
 // worker's tree (the worker itself, or a child a wrapper such as npm or sh
@@ -67,8 +72,14 @@ type Meter struct {
 	scanRun  map[int]uint64 // per process of the tree: all its threads' run time at scanAt
 	scanMain uint64         // target's main thread's run time at scanAt
 
-	at        time.Time // of the last reading
-	run, wait uint64    // the target's main thread's counters then, ns
+	at   time.Time // of the last reading
+	last counters  // the target's main thread's then
+}
+
+// counters are a thread's scheduler statistics.
+type counters struct {
+	run, wait      uint64 // ns on a CPU, and runnable waiting for one
+	vol, preempted uint64 // context switches: voluntary (it slept), involuntary
 }
 
 // New returns a Meter of the process pid, reading the proc file system
@@ -97,19 +108,65 @@ func (m *Meter) Read(now time.Time) (float64, bool) {
 	if m.target == 0 {
 		return 0, false
 	}
-	run, wait, err := m.schedstat(m.target, m.target)
+	c, err := m.counters(m.target)
 	if err != nil {
 		m.target = 0 // gone: look again on the next Read
 		return 0, false
 	}
-	prevAt, prevRun, prevWait := m.at, m.run, m.wait
-	m.at, m.run, m.wait = now, run, wait
+	prevAt, prev := m.at, m.last
+	m.at, m.last = now, c
 	d := now.Sub(prevAt)
-	if prevAt.IsZero() || d <= 0 || run < prevRun || wait < prevWait || !m.single {
+	if prevAt.IsZero() || d <= 0 || !m.single ||
+		c.run < prev.run || c.wait < prev.wait || c.vol < prev.vol || c.preempted < prev.preempted {
 		return 0, false
 	}
-	demand := float64(run-prevRun+wait-prevWait) / float64(d)
+	run, wait := c.run-prev.run, c.wait-prev.wait
+	vol, preempted := c.vol-prev.vol, c.preempted-prev.preempted
+	// The wait that followed preemptions: the schedstat wait split by the
+	// switches' kinds. A thread that never switched ran throughout, or
+	// slept throughout.
+	share := 1.0
+	if vol+preempted > 0 {
+		share = float64(preempted) / float64(vol+preempted)
+	}
+	demand := (float64(run) + share*float64(wait)) / float64(d)
 	return min(max(demand, 0), 1), true
+}
+
+// counters reads the scheduler statistics of pid's main thread.
+func (m *Meter) counters(pid int) (counters, error) {
+	run, wait, err := m.schedstat(pid, pid)
+	if err != nil {
+		return counters{}, err
+	}
+	b, err := os.ReadFile(filepath.Join(m.root, strconv.Itoa(pid), "task", strconv.Itoa(pid), "status"))
+	if err != nil {
+		return counters{}, err
+	}
+	c := counters{run: run, wait: wait}
+	var vol, inv bool
+	for line := range bytes.Lines(b) {
+		k, v, ok := bytes.Cut(line, []byte(":"))
+		if !ok {
+			continue
+		}
+		var dst *uint64
+		switch string(k) {
+		case "voluntary_ctxt_switches":
+			dst, vol = &c.vol, true
+		case "nonvoluntary_ctxt_switches":
+			dst, inv = &c.preempted, true
+		default:
+			continue
+		}
+		if *dst, err = strconv.ParseUint(string(bytes.TrimSpace(v)), 10, 64); err != nil {
+			return counters{}, errFormat
+		}
+	}
+	if !vol || !inv {
+		return counters{}, errFormat
+	}
+	return c, nil
 }
 
 // rescan chooses the busiest process of the worker's tree since the last

@@ -13,11 +13,30 @@ import (
 // fakeProc is a proc file system in a directory: threads with schedstat
 // counters and children lists.
 type fakeProc struct {
-	t    *testing.T
-	root string
+	t        *testing.T
+	root     string
+	switches map[int][2]uint64 // per thread: voluntary, involuntary
 }
 
-func newFakeProc(t *testing.T) *fakeProc { return &fakeProc{t, t.TempDir()} }
+func newFakeProc(t *testing.T) *fakeProc {
+	return &fakeProc{t: t, root: t.TempDir(), switches: map[int][2]uint64{}}
+}
+
+// switched sets the context switches of tid (of process pid) and writes
+// them.
+func (f *fakeProc) switched(pid, tid int, vol, preempted uint64) {
+	f.switches[tid] = [2]uint64{vol, preempted}
+	f.writeStatus(pid, tid)
+}
+
+func (f *fakeProc) writeStatus(pid, tid int) {
+	f.t.Helper()
+	sw := f.switches[tid]
+	status := fmt.Sprintf("Name:\tnode\nState:\tS (sleeping)\nvoluntary_ctxt_switches:\t%d\nnonvoluntary_ctxt_switches:\t%d\n", sw[0], sw[1])
+	if err := os.WriteFile(filepath.Join(f.root, fmt.Sprint(pid), "task", fmt.Sprint(tid), "status"), []byte(status), 0o644); err != nil {
+		f.t.Fatal(err)
+	}
+}
 
 // thread sets tid's (of process pid) run and wait counters, ns, and its
 // children.
@@ -38,6 +57,7 @@ func (f *fakeProc) thread(pid, tid int, run, wait time.Duration, children ...int
 		cs = append(cs, fmt.Sprint(c))
 	}
 	write("children", strings.Join(cs, " "))
+	f.writeStatus(pid, tid)
 }
 
 func (f *fakeProc) exit(pid int) {
@@ -77,6 +97,36 @@ func TestDemandIsRunPlusWaitOverTime(t *testing.T) {
 	// No time passed: unknown, not infinite.
 	if _, ok := m.Read(t0.Add(300 * time.Millisecond)); ok {
 		t.Fatal("a reading with no time passed was given")
+	}
+}
+
+// The wait to be scheduled after waking (from epoll, a timer) is not
+// demand: an event loop counts it idle, and on a busy machine it would
+// make an async worker that does little look saturated. The wait after a
+// preemption is: the loop was in the middle of its work.
+func TestWaitAfterWakeupIsNotDemand(t *testing.T) {
+	p := newFakeProc(t)
+	p.thread(10, 10, time.Second, 0)
+	p.switched(10, 10, 1000, 1000)
+	m := New(p.root, 10)
+	m.Read(t0)
+	// Woke 10 times, preempted never: 10 ms run, 40 ms waiting to run.
+	p.thread(10, 10, time.Second+10*time.Millisecond, 40*time.Millisecond)
+	p.switched(10, 10, 1010, 1000)
+	if d, ok := m.Read(t0.Add(100 * time.Millisecond)); !ok || !near(d, 0.1) {
+		t.Fatalf("after wakeups only: Read = %v, %v; want 0.1, true", d, ok)
+	}
+	// Half the switches preemptions: half the wait counts.
+	p.thread(10, 10, time.Second+20*time.Millisecond, 80*time.Millisecond)
+	p.switched(10, 10, 1015, 1005)
+	if d, ok := m.Read(t0.Add(200 * time.Millisecond)); !ok || !near(d, 0.3) {
+		t.Fatalf("half preempted: Read = %v, %v; want 0.3, true", d, ok)
+	}
+	// Preempted only, as a renderer sharing its CPU: all of it.
+	p.thread(10, 10, time.Second+70*time.Millisecond, 130*time.Millisecond)
+	p.switched(10, 10, 1015, 1025)
+	if d, ok := m.Read(t0.Add(300 * time.Millisecond)); !ok || !near(d, 1) {
+		t.Fatalf("preempted only: Read = %v, %v; want 1, true", d, ok)
 	}
 }
 
@@ -170,13 +220,18 @@ func TestMalformedSchedstatNotMeasured(t *testing.T) {
 	p.thread(10, 10, time.Second, 0)
 	m := New(p.root, 10)
 	m.Read(t0)
-	file := filepath.Join(p.root, "10", "task", "10", "schedstat")
-	for _, bad := range []string{"", "12", "x 1 1", "1 y 1"} {
-		if err := os.WriteFile(file, []byte(bad), 0o644); err != nil {
+	for _, bad := range []struct{ file, text string }{
+		{"schedstat", ""}, {"schedstat", "12"}, {"schedstat", "x 1 1"}, {"schedstat", "1 y 1"},
+		{"status", "Name:\tnode\n"},
+		{"status", "voluntary_ctxt_switches:\t1\nnonvoluntary_ctxt_switches:\tz\n"},
+	} {
+		p.thread(10, 10, time.Second, 0)
+		m.Read(t0)
+		if err := os.WriteFile(filepath.Join(p.root, "10", "task", "10", bad.file), []byte(bad.text), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		if _, ok := m.Read(t0.Add(100 * time.Millisecond)); ok {
-			t.Fatalf("a reading was given from schedstat %q", bad)
+			t.Fatalf("a reading was given from %s %q", bad.file, bad.text)
 		}
 	}
 }
