@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluicehq/sluice/admission"
 	"github.com/sluicehq/sluice/internal/poison"
+	"github.com/sluicehq/sluice/internal/supervisor"
 )
 
 // Defaults applied by New to zero fields of Options.
@@ -52,6 +53,14 @@ type Options struct {
 	// WorkerLimit tunes the per-worker limit of adaptive endpoints
 	// (supervisor.Endpoint.Adaptive).
 	WorkerLimit WorkerLimit
+
+	// WorkerDemand gives the meter of an adaptive worker's CPU demand
+	// (nil: none), read once a WorkerLimit.Window while the worker reports
+	// no saturation itself and taken as its report: a worker that says
+	// nothing is then judged as one that does, by how busy its event loop
+	// is, not only by its throughput and latency. nil means KernelDemand;
+	// NoDemand turns it off.
+	WorkerDemand func(supervisor.Endpoint) DemandMeter
 
 	// Classify maps a request to its admission Request (priority, tenant,
 	// cost, deadline). nil treats every request alike: Critical, cost 1,
@@ -311,6 +320,9 @@ func (o Options) Validate() error {
 
 // withDefaults returns o with every zero field replaced by its default.
 func (o Options) withDefaults() Options {
+	if o.WorkerDemand == nil {
+		o.WorkerDemand = KernelDemand
+	}
 	if o.PingPath == "" {
 		o.PingPath = DefaultPingPath
 	}

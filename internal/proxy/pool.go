@@ -22,6 +22,7 @@ type endpoint struct {
 	host   string // the URL host of requests to it: their Host when the client sent none
 	client *workerClient
 	added  time.Time
+	demand *demandFeed // nil: the kernel is not asked (see Options.WorkerDemand)
 
 	served   atomic.Uint64
 	failures atomic.Uint64
@@ -31,6 +32,7 @@ type endpoint struct {
 	limit       int          // requests it may hold now: Concurrency, or wl's
 	wl          *workerLimit // nil: the limit is fixed at Concurrency
 	lastSat     float64      // the last saturation it reported; -1: none
+	satSource   string       // where lastSat came from: "worker" or "kernel"
 	routable    bool         // neither draining nor removed
 	draining    bool
 	removed     bool
@@ -277,17 +279,25 @@ type completion struct {
 // complete gives back a slot taken by take and lets the worker's limit
 // learn from c.
 func (p *pool) complete(e *endpoint, c completion) {
+	if c.reported {
+		e.demand.reported()
+	}
+	kernel, measured := e.demand.read(time.Now())
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := time.Now()
 	e.outstanding--
 	if e.wl != nil {
 		e.wl.occupy(now, e.rendering())
-		if c.reported {
+		switch {
+		case c.reported:
 			e.wl.report(c.sat, c.satOK)
 			if c.satOK {
-				e.lastSat = c.sat
+				e.lastSat, e.satSource = c.sat, "worker"
 			}
+		case measured:
+			e.wl.report(kernel, true)
+			e.lastSat, e.satSource = kernel, "kernel"
 		}
 		if c.done {
 			e.wl.complete(c.rtt, c.dropped)

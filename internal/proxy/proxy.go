@@ -104,6 +104,15 @@ func (p *Proxy) Add(e supervisor.Endpoint) {
 		client:   p.newClient(e),
 		added:    time.Now(),
 	}
+	if e.Adaptive {
+		if m := p.o.WorkerDemand(e); m != nil {
+			window := p.o.WorkerLimit.Window
+			if window == 0 {
+				window = DefaultWorkerLimitWindow
+			}
+			ep.demand = newDemandFeed(m, window, ep.added)
+		}
+	}
 	if !p.pool.add(ep) {
 		p.log.Warn("proxy: endpoint added twice; ignored", slog.Int("worker", e.ID))
 		return

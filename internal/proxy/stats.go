@@ -107,14 +107,17 @@ type EndpointStats struct {
 	Adaptive    bool `json:"adaptive"`
 	Limit       int  `json:"limit"`
 	// Saturation is the last saturation it reported (HeaderSaturation),
-	// -1 when none; BadReports counts reports that could not be read.
-	Saturation  float64   `json:"saturation"`
-	BadReports  uint64    `json:"badReports"`
-	Outstanding int       `json:"outstanding"`
-	Served      uint64    `json:"served"`
-	Failures    uint64    `json:"failures"`
-	Draining    bool      `json:"draining"`
-	Added       time.Time `json:"added"`
+	// or the kernel measured for it (Options.WorkerDemand), -1 when none;
+	// SaturationSource says which: "worker" or "kernel". BadReports counts
+	// reports that could not be read.
+	Saturation       float64   `json:"saturation"`
+	SaturationSource string    `json:"saturationSource,omitempty"`
+	BadReports       uint64    `json:"badReports"`
+	Outstanding      int       `json:"outstanding"`
+	Served           uint64    `json:"served"`
+	Failures         uint64    `json:"failures"`
+	Draining         bool      `json:"draining"`
+	Added            time.Time `json:"added"`
 	// FramingBroken: the worker sent bytes outside a response (see
 	// Stats.Unsolicited); none of its connections is reused.
 	FramingBroken bool `json:"framingBroken"`
@@ -164,18 +167,19 @@ func (p *Proxy) Stats() Stats {
 			st.Outstanding += e.outstanding
 		}
 		st.Endpoints = append(st.Endpoints, EndpointStats{
-			ID:          e.ID,
-			Network:     e.Network,
-			Addr:        e.Addr,
-			Concurrency: e.Concurrency,
-			Adaptive:    e.Adaptive,
-			Limit:       e.limit,
-			Saturation:  e.lastSat,
-			Outstanding: e.outstanding,
-			Draining:    e.draining,
-			Added:       e.added,
-			Served:      e.served.Load(),
-			Failures:    e.failures.Load(),
+			ID:               e.ID,
+			Network:          e.Network,
+			Addr:             e.Addr,
+			Concurrency:      e.Concurrency,
+			Adaptive:         e.Adaptive,
+			Limit:            e.limit,
+			Saturation:       e.lastSat,
+			SaturationSource: e.satSource,
+			Outstanding:      e.outstanding,
+			Draining:         e.draining,
+			Added:            e.added,
+			Served:           e.served.Load(),
+			Failures:         e.failures.Load(),
 
 			FramingBroken: e.client.broken.Load(),
 		})

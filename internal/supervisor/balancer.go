@@ -20,6 +20,10 @@ type Endpoint struct {
 	// [1, Concurrency], from the saturation the worker reports on its
 	// responses or else from its latency.
 	Adaptive bool
+	// Pid is the worker's process ID when the Supervisor runs it; 0 for a
+	// Static upstream. The proxy reads the process's CPU demand from the
+	// kernel (package cpudemand) when the worker reports no saturation.
+	Pid int
 }
 
 // Balancer receives the supervisor's decisions about which endpoints may

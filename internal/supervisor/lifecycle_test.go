@@ -28,8 +28,8 @@ func TestStartAddsEveryWorkerOnceReady(t *testing.T) {
 			t.Fatalf("Ready with worker 2 added: got %v, want true", got)
 		}
 		e, _ := h.bal.endpoint(2)
-		if e.Network != "tcp" || e.Concurrency != 3 || e.Addr == "" {
-			t.Errorf("endpoint 2: got %+v, want tcp on 127.0.0.1 with concurrency 3", e)
+		if e.Network != "tcp" || e.Concurrency != 3 || e.Addr == "" || e.Pid != 1002 {
+			t.Errorf("endpoint 2: got %+v, want tcp on 127.0.0.1 with concurrency 3, pid 1002", e)
 		}
 		starts := h.env.startTimes()
 		for _, s := range starts {

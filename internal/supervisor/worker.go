@@ -118,6 +118,7 @@ func (s *Supervisor) runProcess(w *worker) error {
 	defer cancel()
 	s.mu.Lock()
 	w.proc, w.pid, w.started, w.cancelStart = p, p.Pid(), time.Now(), cancel
+	w.ep.Pid = w.pid
 	stopping := w.stopping
 	s.mu.Unlock()
 	s.log.Info("worker started", "worker", w.id, "slot", w.slot, "pid", w.pid, "addr", w.ep.Addr)

@@ -1,0 +1,299 @@
+// Package cpudemand measures, from outside a worker process, how much of
+// the time its event loop wanted a CPU: the saturation a single-threaded
+// worker would report itself (as node/sluice-worker does with Node's
+// event-loop utilization), read from the kernel's scheduler statistics
+// instead, so that a worker that reports nothing still gives sluice's
+// per-worker limit a saturation signal rather than only its latency.
+//
+// The demand of a thread over an interval is the time it ran plus the time
+// it waited, runnable, for a CPU after being preempted, divided by the
+// interval: what Node.js's event-loop utilization counts, read from
+// /proc/<pid>/task/<tid>/schedstat (time run, time waiting to run; Linux
+// 2.6.9 and later) and status (context switches). A thread that ran all
+// the time has demand 1; so has one that shares its CPU with a neighbour
+// and ran half the time, preempted the other half: both could take no more
+// work. Time spent waiting for I/O or a timer is not demand, and neither
+// is the wait to be scheduled after waking from it, as an event loop
+// counts that time idle: the schedstat wait is counted in the share of the
+// interval's switches that were preemptions (involuntary).
+//
+// The thread measured is the main thread of the busiest process in the
+// worker's tree (the worker itself, or a child a wrapper such as npm or sh
+// started), chosen again every RescanEvery. The reading is only given when
+// that thread ran at least MinMainShare of its process's CPU time over the
+// last scan, and no other process of the tree ran more than MaxOtherShare
+// of what that one did: a multi-threaded worker (a Go or Java server), or
+// one that forks a cluster of its own, is not saturated when one of its
+// threads is, and its limit is left to the other evidence.
+package cpudemand
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+const (
+	// RescanEvery is how often the measured process and its share of the
+	// tree's CPU are chosen again.
+	RescanEvery = time.Second
+	// MinMainShare is the least share of its process's CPU time the main
+	// thread must have used over a scan for its demand to stand for the
+	// process's saturation.
+	MinMainShare = 0.6
+	// MaxOtherShare is the most CPU time another process of the tree may
+	// use over a scan, as a share of the measured process's.
+	MaxOtherShare = 0.3
+	// maxTree bounds the processes of one worker's tree looked at, and
+	// maxThreads the threads of one process: both are the worker's to
+	// choose, so they are bounded.
+	maxTree    = 16
+	maxThreads = 256
+	// resolveEvery is how often a Meter of a listener looks again for the
+	// process behind it when it has none: a look reads every process's
+	// file descriptors.
+	resolveEvery = 5 * time.Second
+)
+
+// Meter reads one worker's CPU demand. Not safe for concurrent use.
+type Meter struct {
+	root string // the proc file system, "/proc"
+	pid  int    // the worker's process; 0: not known
+	addr string // the worker's listening address, when pid is looked up
+	// resolvedAt is when pid was last looked up from addr.
+	resolvedAt time.Time
+
+	target   int // the process whose main thread is measured; 0: none yet
+	single   bool
+	scanAt   time.Time
+	scanRun  map[int]uint64 // per process of the tree: all its threads' run time at scanAt
+	scanMain uint64         // target's main thread's run time at scanAt
+
+	at   time.Time // of the last reading
+	last counters  // the target's main thread's then
+}
+
+// counters are a thread's scheduler statistics.
+type counters struct {
+	run, wait      uint64 // ns on a CPU, and runnable waiting for one
+	vol, preempted uint64 // context switches: voluntary (it slept), involuntary
+}
+
+// New returns a Meter of the process pid, reading the proc file system
+// at root ("/proc" on Linux).
+func New(root string, pid int) *Meter {
+	return &Meter{root: root, pid: pid, scanRun: map[int]uint64{}}
+}
+
+// NewListener returns a Meter of the process that listens on addr, a
+// loopback TCP "host:port" (see ListenerPid), looked up when first read
+// and again, at most every few seconds, while none is found or the one
+// found has gone: the worker behind a static upstream on this host, which
+// its own supervisor (systemd, pm2, a container's init) may restart.
+func NewListener(root, addr string) *Meter {
+	return &Meter{root: root, addr: addr, scanRun: map[int]uint64{}}
+}
+
+// Read returns the demand of the worker's main thread since the last
+// Read, in [0, 1], and whether it is known: not on the first call after a
+// scan changed the thread measured, not when the worker is multi-threaded
+// or gone, and not when no time has passed.
+func (m *Meter) Read(now time.Time) (float64, bool) {
+	if m.target == 0 || now.Sub(m.scanAt) >= RescanEvery {
+		m.rescan(now)
+	}
+	if m.target == 0 {
+		return 0, false
+	}
+	c, err := m.counters(m.target)
+	if err != nil {
+		m.target = 0 // gone: look again on the next Read
+		return 0, false
+	}
+	prevAt, prev := m.at, m.last
+	m.at, m.last = now, c
+	d := now.Sub(prevAt)
+	if prevAt.IsZero() || d <= 0 || !m.single ||
+		c.run < prev.run || c.wait < prev.wait || c.vol < prev.vol || c.preempted < prev.preempted {
+		return 0, false
+	}
+	run, wait := c.run-prev.run, c.wait-prev.wait
+	vol, preempted := c.vol-prev.vol, c.preempted-prev.preempted
+	// The wait that followed preemptions: the schedstat wait split by the
+	// switches' kinds. A thread that never switched ran throughout, or
+	// slept throughout.
+	share := 1.0
+	if vol+preempted > 0 {
+		share = float64(preempted) / float64(vol+preempted)
+	}
+	demand := (float64(run) + share*float64(wait)) / float64(d)
+	return min(max(demand, 0), 1), true
+}
+
+// counters reads the scheduler statistics of pid's main thread.
+func (m *Meter) counters(pid int) (counters, error) {
+	run, wait, err := m.schedstat(pid, pid)
+	if err != nil {
+		return counters{}, err
+	}
+	b, err := os.ReadFile(filepath.Join(m.root, strconv.Itoa(pid), "task", strconv.Itoa(pid), "status"))
+	if err != nil {
+		return counters{}, err
+	}
+	c := counters{run: run, wait: wait}
+	var vol, inv bool
+	for line := range bytes.Lines(b) {
+		k, v, ok := bytes.Cut(line, []byte(":"))
+		if !ok {
+			continue
+		}
+		var dst *uint64
+		switch string(k) {
+		case "voluntary_ctxt_switches":
+			dst, vol = &c.vol, true
+		case "nonvoluntary_ctxt_switches":
+			dst, inv = &c.preempted, true
+		default:
+			continue
+		}
+		if *dst, err = strconv.ParseUint(string(bytes.TrimSpace(v)), 10, 64); err != nil {
+			return counters{}, errFormat
+		}
+	}
+	if !vol || !inv {
+		return counters{}, errFormat
+	}
+	return c, nil
+}
+
+// rescan chooses the busiest process of the worker's tree since the last
+// scan and judges whether its main thread does most of its work.
+func (m *Meter) rescan(now time.Time) {
+	if m.addr != "" && (m.pid == 0 || !m.alive(m.pid)) &&
+		(m.resolvedAt.IsZero() || now.Sub(m.resolvedAt) >= resolveEvery) {
+		m.pid, _ = ListenerPid(m.root, m.addr)
+		m.resolvedAt = now
+	}
+	tree := m.tree()
+	runs := make(map[int]uint64, len(tree))
+	best, bestRun, second := 0, uint64(0), uint64(0)
+	for _, pid := range tree {
+		total, ok := m.processRun(pid)
+		if !ok {
+			continue
+		}
+		runs[pid] = total
+		used := total - min(total, m.scanRun[pid]) // a pid reused starts afresh
+		switch {
+		case best == 0 || used > bestRun:
+			best, bestRun, second = pid, used, bestRun
+		case used > second:
+			second = used
+		}
+	}
+	var main uint64
+	if best != 0 {
+		main, _, _ = m.schedstat(best, best)
+	}
+	switch {
+	case best == 0 || float64(second) > MaxOtherShare*float64(bestRun):
+		m.single = false
+	case best != m.target:
+		// A new process measured: its share is judged over its life so far.
+		m.single = share(main, runs[best]) >= MinMainShare
+		m.at = time.Time{}
+	case bestRun > 0:
+		m.single = share(main-min(main, m.scanMain), bestRun) >= MinMainShare
+	}
+	m.target, m.scanAt, m.scanRun, m.scanMain = best, now, runs, main
+}
+
+func share(part, whole uint64) float64 {
+	if whole == 0 {
+		return 0
+	}
+	return float64(part) / float64(whole)
+}
+
+// tree is the worker's process and its descendants, breadth first, at
+// most maxTree of them.
+func (m *Meter) tree() []int {
+	if m.pid == 0 || !m.alive(m.pid) {
+		return nil
+	}
+	pids := []int{m.pid}
+	for i := 0; i < len(pids) && len(pids) < maxTree; i++ {
+		for _, tid := range m.threads(pids[i]) {
+			b, err := os.ReadFile(filepath.Join(m.root, strconv.Itoa(pids[i]), "task", strconv.Itoa(tid), "children"))
+			if err != nil {
+				continue
+			}
+			for f := range bytes.FieldsSeq(b) {
+				if c, err := strconv.Atoi(string(f)); err == nil && len(pids) < maxTree {
+					pids = append(pids, c)
+				}
+			}
+		}
+	}
+	return pids
+}
+
+func (m *Meter) alive(pid int) bool {
+	_, err := os.Stat(filepath.Join(m.root, strconv.Itoa(pid)))
+	return err == nil
+}
+
+// threads lists pid's threads, at most maxThreads.
+func (m *Meter) threads(pid int) []int {
+	f, err := os.Open(filepath.Join(m.root, strconv.Itoa(pid), "task"))
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	names, _ := f.Readdirnames(maxThreads)
+	tids := make([]int, 0, len(names))
+	for _, n := range names {
+		if tid, err := strconv.Atoi(n); err == nil {
+			tids = append(tids, tid)
+		}
+	}
+	return tids
+}
+
+// processRun is the run time of all of pid's threads, ns.
+func (m *Meter) processRun(pid int) (uint64, bool) {
+	var total uint64
+	found := false
+	for _, tid := range m.threads(pid) {
+		if run, _, err := m.schedstat(pid, tid); err == nil {
+			total += run
+			found = true
+		}
+	}
+	return total, found
+}
+
+var errFormat = errors.New("cpudemand: malformed schedstat")
+
+// schedstat reads a thread's time on a CPU and time runnable waiting for
+// one, ns.
+func (m *Meter) schedstat(pid, tid int) (run, wait uint64, err error) {
+	b, err := os.ReadFile(filepath.Join(m.root, strconv.Itoa(pid), "task", strconv.Itoa(tid), "schedstat"))
+	if err != nil {
+		return 0, 0, err
+	}
+	f := bytes.Fields(b)
+	if len(f) < 2 {
+		return 0, 0, errFormat
+	}
+	if run, err = strconv.ParseUint(string(f[0]), 10, 64); err != nil {
+		return 0, 0, errFormat
+	}
+	if wait, err = strconv.ParseUint(string(f[1]), 10, 64); err != nil {
+		return 0, 0, errFormat
+	}
+	return run, wait, nil
+}

@@ -1,0 +1,84 @@
+package proxy
+
+import (
+	"net/netip"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/cpudemand"
+	"github.com/sluicehq/sluice/internal/supervisor"
+)
+
+// DemandMeter reads a worker process's CPU demand, in [0, 1], since its
+// last reading, and whether it is known (cpudemand.Meter is one). Read is
+// never called concurrently for one meter.
+type DemandMeter interface {
+	Read(now time.Time) (float64, bool)
+}
+
+// KernelDemand is Options.WorkerDemand's default, on Linux: the kernel's
+// scheduler statistics (package cpudemand) of the worker's process, the
+// one the supervisor runs (Endpoint.Pid), or else, for a static upstream
+// on a loopback TCP address, the one found listening there. Elsewhere, and
+// for other upstreams, nothing.
+func KernelDemand(e supervisor.Endpoint) DemandMeter {
+	if runtime.GOOS != "linux" {
+		return nil
+	}
+	if e.Pid > 0 {
+		return cpudemand.New("/proc", e.Pid)
+	}
+	if ap, err := netip.ParseAddrPort(e.Addr); e.Network == "tcp" && err == nil && ap.Addr().IsLoopback() {
+		return cpudemand.NewListener("/proc", e.Addr)
+	}
+	return nil
+}
+
+// NoDemand is an Options.WorkerDemand that measures nothing: a worker that
+// reports no saturation is judged by its throughput and latency alone.
+func NoDemand(supervisor.Endpoint) DemandMeter { return nil }
+
+// demandFeed reads an endpoint's meter at most once a window, outside the
+// pool's mutex (a reading is a file read or two): the reading goes to the
+// worker's limit as if the worker had reported it, until the worker
+// reports its saturation itself.
+type demandFeed struct {
+	m     DemandMeter
+	every time.Duration
+	due   atomic.Int64 // the monotonic nanoseconds since start of the next reading
+	start time.Time
+	mu    sync.Mutex // one reader at a time
+	own   atomic.Bool
+}
+
+func newDemandFeed(m DemandMeter, every time.Duration, now time.Time) *demandFeed {
+	return &demandFeed{m: m, every: every, start: now}
+}
+
+// read returns a reading when one is due and the worker has never
+// reported its saturation itself.
+func (d *demandFeed) read(now time.Time) (float64, bool) {
+	if d == nil || d.own.Load() {
+		return 0, false
+	}
+	at := int64(now.Sub(d.start))
+	if at < d.due.Load() || !d.mu.TryLock() {
+		return 0, false
+	}
+	defer d.mu.Unlock()
+	if at < d.due.Load() {
+		return 0, false
+	}
+	d.due.Store(at + int64(d.every))
+	return d.m.Read(now)
+}
+
+// reported records that the worker reports its saturation itself: its
+// word is taken over the kernel's from then on.
+func (d *demandFeed) reported() {
+	if d != nil {
+		d.own.Store(true)
+	}
+}
