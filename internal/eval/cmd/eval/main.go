@@ -34,9 +34,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/eval"
 	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/internal/demo"
+	"github.com/sluicehq/sluice/internal/eval"
 )
 
 func main() {

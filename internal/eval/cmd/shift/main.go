@@ -33,8 +33,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/eval"
 	"github.com/sluicehq/sluice/internal/demo"
+	"github.com/sluicehq/sluice/internal/eval"
 	"github.com/sluicehq/sluice/internal/loadgen"
 )
 
