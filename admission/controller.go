@@ -115,6 +115,10 @@ type Controller struct {
 	codel  *codel     // nil: disabled
 	lifo   bool
 	closed bool
+	// Until tolerateUntil, CoDel judges no sojourn under tolerateBound
+	// standing (see Tolerate).
+	tolerateUntil time.Time
+	tolerateBound time.Duration
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -549,6 +553,9 @@ func (c *Controller) dispatchLocked() {
 			victim := c.q.dropCandidate()
 			service := time.Duration(math.Float64frombits(c.latency.Load()))
 			floor := codelFloor(service, limitOf(c.state.Load()))
+			if now.Before(c.tolerateUntil) {
+				floor = max(floor, c.tolerateBound)
+			}
 			if c.codel.shouldDrop(now, now.Sub(victim.enqueued), floor, c.q.len()) {
 				c.finishLocked(victim, c.shed(c.q.dropReason(victim)))
 				continue
@@ -566,6 +573,19 @@ func (c *Controller) dispatchLocked() {
 		}
 		c.finishLocked(w, nil)
 	}
+}
+
+// Tolerate makes CoDel, until the time given, judge no queue standing
+// whose requests have waited less than bound: a planned drop in capacity
+// that passes by itself (a rolling restart, during which each worker's
+// successor starts cold beside it and takes CPU from it) is queued
+// through rather than shed. The queue's size and timeout still bound the
+// wait. Without CoDel it does nothing; a zero until ends it. Each call
+// replaces the last.
+func (c *Controller) Tolerate(until time.Time, bound time.Duration) {
+	c.mu.Lock()
+	c.tolerateUntil, c.tolerateBound = until, bound
+	c.mu.Unlock()
 }
 
 // release gives cost slots back: lock-free while nobody waits, otherwise
@@ -684,6 +704,11 @@ func (c *Controller) Stats() Stats {
 	}
 	for r := ReasonQueueFull; r < numReasons; r++ {
 		st.Shed[r] = c.shedCount[r].Load()
+	}
+	if c.codel != nil {
+		c.mu.Lock()
+		st.TolerateUntil = c.tolerateUntil
+		c.mu.Unlock()
 	}
 	return st
 }

@@ -30,6 +30,9 @@ type Stats struct {
 	Cancelled uint64 `json:"cancelled"`
 	// Shed counts shed requests by reason: Shed[ReasonCoDel].
 	Shed ShedCounts `json:"shed"`
+	// TolerateUntil is the end of the last Tolerate, past or to come;
+	// zero when there was none (or no CoDel).
+	TolerateUntil time.Time `json:"tolerateUntil,omitzero"`
 }
 
 // ShedCounts counts shed requests, indexed by Reason. It is an array, so a

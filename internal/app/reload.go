@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/internal/supervisor"
@@ -317,7 +318,9 @@ func (a *App) hangup(ctx context.Context) {
 // on, and the next reload tries again.
 func (a *App) rollWorkers(ctx context.Context, sup *supervisor.Supervisor, newSpec bool) {
 	a.log.Info("rolling restart requested")
+	a.tolerateRoll(rollTolerance)
 	err := sup.RollingRestart(ctx)
+	a.tolerateRoll(rollGrace)
 	switch {
 	case err == nil:
 		a.log.Info("rolling restart done")
@@ -331,6 +334,32 @@ func (a *App) rollWorkers(ctx context.Context, sup *supervisor.Supervisor, newSp
 	if newSpec && !errors.Is(err, supervisor.ErrStopped) && ctx.Err() == nil {
 		a.putBackCommand()
 	}
+}
+
+// A rolling restart takes capacity away while it runs: each worker's
+// successor starts cold beside it, taking its CPU. The queue holds such a
+// planned, passing dip rather than shed it (admission.Controller.Tolerate):
+// requests wait up to rollQueueBound (or the queue timeout, if shorter),
+// in order, from the restart's start until rollGrace after its end, while
+// the last successor warms up. rollTolerance bounds a restart that never
+// ends.
+const (
+	rollQueueBound = time.Second
+	rollGrace      = 2 * time.Second
+	rollTolerance  = time.Hour
+)
+
+// tolerateRoll makes the Controller queue through a rolling restart's dip
+// for d from now.
+func (a *App) tolerateRoll(d time.Duration) {
+	if a.ctrl == nil {
+		return
+	}
+	bound := rollQueueBound
+	if qt := a.cfg.Server.Backpressure.QueueTimeout; qt > 0 {
+		bound = min(bound, qt)
+	}
+	a.ctrl.Tolerate(time.Now().Add(d), bound)
 }
 
 // putBackCommand gives the supervisor back the workers' command from

@@ -78,8 +78,13 @@ workers:
 
 	stopLoad := keepRequesting("http://"+addr+"/?cpu=1", 1)
 	rewrite(t, path, good(1, "5s", "v2"))
+	hup := time.Now()
 	p.Cmd.Process.Signal(syscall.SIGHUP)
-	waitStats(t, adminAddr, func(s app.Stats) bool { return replaced(s, first, 2) && s.Admission.Limit == 1 })
+	rolled := waitStats(t, adminAddr, func(s app.Stats) bool { return replaced(s, first, 2) && s.Admission.Limit == 1 })
+	// The queue held the roll's dip, and holds it a little after.
+	if until := rolled.Admission.TolerateUntil; !until.After(hup) {
+		t.Errorf("after the roll: the queue's tolerance ends at %v, want after the SIGHUP at %v", until, hup)
+	}
 	for _, f := range stopLoad() {
 		t.Errorf("a request failed during the reload: %s", f)
 	}

@@ -1,0 +1,111 @@
+package admission_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/sluicehq/sluice/admission"
+	"github.com/sluicehq/sluice/limit"
+)
+
+// dipRun offers two 7 ms renderers 0.7x their capacity for 14 s, their
+// renders twice as slow from 8 s to 10 s (a successor starting cold beside
+// them), with tolerate called at the start, and returns the sheds by
+// reason and the longest wait of a served request.
+func dipRun(t *testing.T, lifo bool, tolerate func(c *admission.Controller, start time.Time)) (map[admission.Reason]int, time.Duration) {
+	t.Helper()
+	const render = 7 * time.Millisecond
+	c := newController(t, 2, admission.Options{QueueSize: 1000, QueueTimeout: 5 * time.Second,
+		CoDelTarget: 5 * time.Millisecond, CoDelInterval: 100 * time.Millisecond, AdaptiveLIFO: lifo})
+	start := time.Now()
+	tolerate(c, start)
+	dipFrom, dipTo := start.Add(8*time.Second), start.Add(10*time.Second)
+	rate := 0.7 * 2 / render.Seconds()
+	rng := rand.New(rand.NewPCG(3, 4))
+	var mu sync.Mutex
+	shed := map[admission.Reason]int{}
+	var longest time.Duration
+	var wg sync.WaitGroup
+	for end := start.Add(14 * time.Second); ; {
+		time.Sleep(time.Duration(rng.ExpFloat64() / rate * float64(time.Second)))
+		if !time.Now().Before(end) {
+			break
+		}
+		service := time.Duration(float64(render) * (0.5 + rng.Float64()))
+		wg.Go(func() {
+			arrived := time.Now()
+			p, err := c.Acquire(context.Background(), admission.Request{})
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				r, _ := admission.ShedReason(err)
+				shed[r]++
+				return
+			}
+			longest = max(longest, time.Since(arrived))
+			if now := time.Now(); !now.Before(dipFrom) && now.Before(dipTo) {
+				service *= 2
+			}
+			mu.Unlock()
+			time.Sleep(service)
+			p.DoneSample(limit.Sample{Now: time.Now(), RTT: service})
+			mu.Lock()
+		})
+	}
+	wg.Wait()
+	return shed, longest
+}
+
+// A capacity dip of two seconds at 0.7x load is a standing queue to CoDel,
+// which sheds it; tolerated, it is queued through (about 0.6 s at its
+// deepest), with or without adaptive LIFO, which a queue under the bound
+// does not turn on.
+func TestTolerateQueuesThroughAPlannedDip(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		shed, _ := dipRun(t, false, func(*admission.Controller, time.Time) {})
+		if shed[admission.ReasonCoDel] == 0 {
+			t.Fatalf("untolerated dip: sheds %v, want CoDel's", shed)
+		}
+	})
+	for _, lifo := range []bool{false, true} {
+		synctest.Test(t, func(t *testing.T) {
+			const bound = time.Second
+			shed, longest := dipRun(t, lifo, func(c *admission.Controller, start time.Time) {
+				// Over the dip and the queue's draining after it, as a
+				// rolling restart and its grace are.
+				c.Tolerate(start.Add(12*time.Second), bound)
+			})
+			if len(shed) != 0 {
+				t.Errorf("tolerated dip, adaptive LIFO %v: sheds %v, want none", lifo, shed)
+			}
+			if longest > bound {
+				t.Errorf("tolerated dip, adaptive LIFO %v: longest wait %v, want at most the bound %v", lifo, longest, bound)
+			}
+		})
+	}
+	synctest.Test(t, func(t *testing.T) {
+		c := newController(t, 2, admission.Options{CoDelTarget: 5 * time.Millisecond})
+		if got := c.Stats().TolerateUntil; !got.IsZero() {
+			t.Errorf("Stats().TolerateUntil = %v before any Tolerate; want zero", got)
+		}
+		until := time.Now().Add(time.Minute)
+		c.Tolerate(until, time.Second)
+		if got := c.Stats().TolerateUntil; !got.Equal(until) {
+			t.Errorf("Stats().TolerateUntil = %v; want %v", got, until)
+		}
+	})
+	// Ended (a zero time) before the dip: shed again.
+	synctest.Test(t, func(t *testing.T) {
+		shed, _ := dipRun(t, false, func(c *admission.Controller, start time.Time) {
+			c.Tolerate(start.Add(time.Hour), time.Second)
+			c.Tolerate(time.Time{}, 0)
+		})
+		if shed[admission.ReasonCoDel] == 0 {
+			t.Errorf("tolerance ended: sheds %v, want CoDel's", shed)
+		}
+	})
+}
