@@ -45,27 +45,27 @@ func (a *App) Run(ctx context.Context) error {
 
 	var (
 		g                 run.Group
-		served, poolEnded error
+		serveErr, poolErr error
 	)
 	// Whichever actor returns first, the others are interrupted alike: the
 	// server drains, and its end ends the others.
 	add := func(execute func() error) { g.Add(execute, func(error) { drain() }) }
 	add(func() error {
 		defer endOthers()
-		served = a.serve(ctx, ln)
-		return served
+		serveErr = a.serve(ctx, ln)
+		return serveErr
 	})
 	add(func() error {
 		// The pool stops when the server stops it, after the drain; one
 		// that ends while the server still serves has failed.
-		poolEnded = a.mode.run(others)
-		if poolEnded == nil && ctx.Err() == nil {
-			poolEnded = errors.New("app: the pool stopped on its own")
+		poolErr = a.mode.run(others)
+		if poolErr == nil && ctx.Err() == nil {
+			poolErr = errors.New("app: the pool stopped on its own")
 		}
-		if poolEnded != nil {
-			a.log.Error("pool stopped; draining", "err", poolEnded)
+		if poolErr != nil {
+			a.log.Error("pool stopped; draining", "err", poolErr)
 		}
-		return poolEnded
+		return poolErr
 	})
 	if a.adm != nil {
 		add(func() error { a.adm.serve(others, admLn, a.log); return nil })
@@ -81,7 +81,7 @@ func (a *App) Run(ctx context.Context) error {
 	}
 	g.Run()
 	a.closeStore()
-	return errors.Join(served, poolEnded)
+	return errors.Join(serveErr, poolErr)
 }
 
 // listen opens the front's listener (Options.Listener, else one on
