@@ -104,16 +104,17 @@ func (s *adminServer) listen() (net.Listener, error) {
 func (s *adminServer) serve(ctx context.Context, ln net.Listener, log *slog.Logger) {
 	log.Info("admin: serving", "addr", ln.Addr().String())
 	shutDown := make(chan struct{})
-	context.AfterFunc(ctx, func() {
-		defer close(shutDown)
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		s.srv.Shutdown(ctx)
-	})
+	context.AfterFunc(ctx, func() { s.shutdown(); close(shutDown) })
 	if err := s.srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		log.Error("admin listener", "err", err)
 	}
 	<-shutDown
+}
+
+func (s *adminServer) shutdown() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	s.srv.Shutdown(ctx)
 }
 
 // snapshot is the /stats document.
