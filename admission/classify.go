@@ -2,6 +2,7 @@ package admission
 
 import (
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"net/netip"
@@ -24,10 +25,42 @@ const (
 	HeaderPrefix = "Sluice-"
 )
 
-// maxTenantKey bounds the tenant keys taken from requests: a key is part of
-// the queue's bookkeeping, so its size is bounded like everything else
-// that clients control.
-const maxTenantKey = 128
+// MaxTenantKey bounds the tenant keys a Classifier takes from requests, in
+// bytes; a longer key is cut to its first MaxTenantKey bytes. A key is part
+// of the queue's bookkeeping, so its size is bounded like everything else
+// that clients control; a classifier of another protocol cuts its keys the
+// same way.
+const MaxTenantKey = 128
+
+// ApplyTrusted returns the priority and timeout of a request from a trusted
+// peer, given those its Rule assigned (p, and timeout, zero for none) and
+// the values of the peer's Sluice-Priority and Sluice-Timeout headers (""
+// when absent). A priority (see ParsePriority) replaces p. A timeout is the
+// milliseconds left of the caller's budget, a positive integer: it shortens
+// timeout and never lengthens it, so a caller cannot outlast the Rule. A
+// value that does not parse is ignored, as if absent.
+//
+// Classifier calls it for requests from TrustedPeers; a classifier of
+// another protocol (gRPC metadata) calls it so that the same values mean
+// the same. It must not be called for an untrusted peer: the values would
+// raise the caller's own priority.
+func ApplyTrusted(p Priority, timeout time.Duration, priority, budget string) (Priority, time.Duration) {
+	if priority != "" {
+		if q, err := ParsePriority(priority); err == nil {
+			p = q
+		}
+	}
+	if budget != "" {
+		// Zero is no budget a sender sends (client and proxy send at
+		// least 1), and read as "none" it would lift the Rule's timeout.
+		if ms, err := strconv.ParseInt(budget, 10, 64); err == nil && ms > 0 && ms <= math.MaxInt64/int64(time.Millisecond) {
+			if d := time.Duration(ms) * time.Millisecond; timeout <= 0 || d < timeout {
+				timeout = d
+			}
+		}
+	}
+	return p, timeout
+}
 
 // Rule assigns a class, cost and timeout to the requests it matches. The
 // zero Rule matches every request and assigns Critical, cost 1.
@@ -128,10 +161,11 @@ func CleanPath(p string) string {
 	return c
 }
 
-// isSluiceHeader reports whether the header named k is a Sluice-* header
+// IsSluiceHeader reports whether the header named k is a Sluice-* header
 // in any case, "_" read as "-" as CGI-style servers read it: one believed
-// from trusted peers only.
-func isSluiceHeader(k string) bool {
+// from trusted peers only. A TenantHeader it names is read only from
+// TrustedPeers; so is a gRPC metadata key it names ("sluice-tenant").
+func IsSluiceHeader(k string) bool {
 	if len(k) < len(HeaderPrefix) {
 		return false
 	}
@@ -193,18 +227,7 @@ func (c *Classifier) Classify(r *http.Request) Request {
 	peer := peerAddr(r)
 	trusted := contains(c.TrustedPeers, peer)
 	if trusted {
-		if v := r.Header.Get(HeaderPriority); v != "" {
-			if p, err := ParsePriority(v); err == nil {
-				req.Priority = p
-			}
-		}
-		if v := r.Header.Get(HeaderTimeout); v != "" {
-			if ms, err := strconv.ParseInt(v, 10, 64); err == nil && ms >= 0 {
-				if budget := time.Duration(ms) * time.Millisecond; timeout <= 0 || budget < timeout {
-					timeout = budget
-				}
-			}
-		}
+		req.Priority, timeout = ApplyTrusted(req.Priority, timeout, r.Header.Get(HeaderPriority), r.Header.Get(HeaderTimeout))
 	}
 	if timeout > 0 {
 		now := time.Now
@@ -234,7 +257,7 @@ func (c *Classifier) tenant(r *http.Request, peer netip.Addr, trusted bool) stri
 	var key string
 	switch c.Tenant.Kind {
 	case TenantHeader:
-		if trusted || !isSluiceHeader(c.Tenant.Name) {
+		if trusted || !IsSluiceHeader(c.Tenant.Name) {
 			key = r.Header.Get(c.Tenant.Name)
 		}
 	case TenantCookie:
@@ -246,8 +269,8 @@ func (c *Classifier) tenant(r *http.Request, peer netip.Addr, trusted bool) stri
 			key = ip.String()
 		}
 	}
-	if len(key) > maxTenantKey {
-		key = key[:maxTenantKey]
+	if len(key) > MaxTenantKey {
+		key = key[:MaxTenantKey]
 	}
 	return key
 }

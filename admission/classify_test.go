@@ -46,6 +46,9 @@ func TestClassifierTrust(t *testing.T) {
 			admission.Request{Priority: admission.Sheddable, Cost: 4, Deadline: now.Add(2 * time.Second)}},
 		{"garbage from a trusted peer is ignored", "GET", "/", "10.1.2.3:5000",
 			map[string]string{"Sluice-Priority": "urgent", "Sluice-Timeout": "-5"}, admission.Request{}},
+		{"a trusted zero budget does not lift the route's timeout", "GET", "/batch/x", "10.1.2.3:5000",
+			map[string]string{"Sluice-Timeout": "0"},
+			admission.Request{Priority: admission.Sheddable, Cost: 4, Deadline: now.Add(2 * time.Second)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

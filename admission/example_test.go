@@ -66,3 +66,16 @@ func ExampleController_Acquire() {
 	// true limit
 	// 0
 }
+
+// A classifier of another protocol reads a trusted peer's values as
+// Classifier reads the headers: here a route's 2 s timeout, a caller with
+// 500 ms left, and one asking for more time than the route allows.
+func ExampleApplyTrusted() {
+	p, d := admission.ApplyTrusted(admission.Sheddable, 2*time.Second, "critical", "500")
+	fmt.Println(p, d)
+	p, d = admission.ApplyTrusted(admission.Sheddable, 2*time.Second, "urgent", "60000")
+	fmt.Println(p, d)
+	// Output:
+	// critical 500ms
+	// sheddable 2s
+}

@@ -4,6 +4,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/admission"
 )
@@ -169,5 +170,51 @@ func TestClassifierIgnoresUnderscoreSpellings(t *testing.T) {
 				t.Errorf("got priority %v, deadline %v, tenant %q; want %v, none, %q", got.Priority, got.Deadline, got.Tenant, admission.Critical, tt.wantTenant)
 			}
 		})
+	}
+}
+
+// What a trusted peer asks for replaces the rule's priority and shortens,
+// never lengthens, its timeout; what does not parse is ignored.
+func TestApplyTrusted(t *testing.T) {
+	const rule = 2 * time.Second
+	tests := []struct {
+		name             string
+		timeout          time.Duration
+		priority, budget string
+		wantPriority     admission.Priority
+		wantTimeout      time.Duration
+	}{
+		{"nothing asked", rule, "", "", admission.Sheddable, rule},
+		{"a priority", rule, "critical-plus", "", admission.CriticalPlus, rule},
+		{"a shorter budget", rule, "", "500", admission.Sheddable, 500 * time.Millisecond},
+		{"a longer budget", rule, "", "60000", admission.Sheddable, rule},
+		{"a budget without a rule timeout", 0, "", "60000", admission.Sheddable, time.Minute},
+		{"an unknown priority", rule, "urgent", "", admission.Sheddable, rule},
+		{"a negative budget", rule, "", "-5", admission.Sheddable, rule},
+		{"a zero budget", rule, "", "0", admission.Sheddable, rule},
+		{"a zero budget without a rule timeout", 0, "", "0", admission.Sheddable, 0},
+		{"a budget in seconds", rule, "", "1s", admission.Sheddable, rule},
+		{"a budget past time.Duration", 0, "", "9223372036854775807", admission.Sheddable, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, d := admission.ApplyTrusted(admission.Sheddable, tt.timeout, tt.priority, tt.budget)
+			if p != tt.wantPriority || d != tt.wantTimeout {
+				t.Errorf("got %v %v, want %v %v", p, d, tt.wantPriority, tt.wantTimeout)
+			}
+		})
+	}
+}
+
+// A Sluice-* name in any case, "_" for "-", is a header believed from
+// trusted peers only.
+func TestIsSluiceHeader(t *testing.T) {
+	for name, want := range map[string]bool{
+		"Sluice-Tenant": true, "sluice-tenant": true, "SLUICE_TENANT": true, "Sluice-": true,
+		"X-Sluice-Tenant": false, "Sluice": false, "Sluicetenant": false, "": false,
+	} {
+		if got := admission.IsSluiceHeader(name); got != want {
+			t.Errorf("IsSluiceHeader(%q): got %v, want %v", name, got, want)
+		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"strconv"
 	"strings"
 	"time"
 
@@ -29,11 +28,6 @@ const (
 	// client's retry policy waits before its next attempt.
 	TrailerPushback = "grpc-retry-pushback-ms"
 )
-
-// maxTenantKey bounds the tenant keys taken from calls, as
-// admission.Classifier does: a key is part of the queue's bookkeeping, so
-// its size is bounded like everything else that clients control.
-const maxTenantKey = 128
 
 // Rule assigns a class, cost and timeout to the calls it matches. The zero
 // Rule matches every call and assigns Critical, cost 1.
@@ -72,7 +66,8 @@ type Classifier struct {
 	Rules []Rule
 	// Tenant is where the tenant key comes from: admission.TenantHeader
 	// names a metadata key (case does not matter; a key beginning with
-	// "sluice-" only from trusted peers), admission.TenantClientIP is the
+	// "sluice-" or "sluice_" only from trusted peers, as
+	// admission.IsSluiceHeader says), admission.TenantClientIP is the
 	// peer's address. admission.TenantCookie has no meaning here.
 	Tenant admission.TenantKey
 	// Now returns the current time; nil means time.Now.
@@ -116,14 +111,7 @@ func (c *Classifier) Classify(ctx context.Context, fullMethod string) admission.
 	addr := peerAddr(ctx)
 	trusted := contains(c.TrustedPeers, addr)
 	if trusted {
-		if p, err := admission.ParsePriority(first(ctx, MetadataPriority)); err == nil {
-			req.Priority = p
-		}
-		if ms, err := strconv.ParseInt(first(ctx, MetadataTimeout), 10, 64); err == nil && ms >= 0 {
-			if budget := time.Duration(ms) * time.Millisecond; timeout <= 0 || budget < timeout {
-				timeout = budget
-			}
-		}
+		req.Priority, timeout = admission.ApplyTrusted(req.Priority, timeout, first(ctx, MetadataPriority), first(ctx, MetadataTimeout))
 	}
 	if timeout > 0 {
 		now := time.Now
@@ -141,25 +129,20 @@ func (c *Classifier) Classify(ctx context.Context, fullMethod string) admission.
 	return req
 }
 
-// metadataPrefix begins every sluice metadata key: admission.HeaderPrefix
-// in lower case.
-var metadataPrefix = strings.ToLower(admission.HeaderPrefix)
-
 func (c *Classifier) tenant(ctx context.Context, addr netip.Addr, trusted bool) string {
 	var key string
 	switch c.Tenant.Kind {
 	case admission.TenantHeader:
-		name := strings.ToLower(c.Tenant.Name)
-		if trusted || !strings.HasPrefix(name, metadataPrefix) {
-			key = first(ctx, name)
+		if trusted || !admission.IsSluiceHeader(c.Tenant.Name) {
+			key = first(ctx, strings.ToLower(c.Tenant.Name))
 		}
 	case admission.TenantClientIP:
 		if addr.IsValid() {
 			key = addr.String()
 		}
 	}
-	if len(key) > maxTenantKey {
-		key = key[:maxTenantKey]
+	if len(key) > admission.MaxTenantKey {
+		key = key[:admission.MaxTenantKey]
 	}
 	return key
 }

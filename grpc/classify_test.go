@@ -74,6 +74,8 @@ func TestClassify(t *testing.T) {
 			admission.Request{Priority: admission.Sheddable, Deadline: t0.Add(500 * time.Millisecond)}},
 		{"bad trusted values are ignored", incoming("127.0.0.1", sluicegrpc.MetadataPriority, "urgent", sluicegrpc.MetadataTimeout, "-5"), "/x.Y/Z",
 			admission.Request{}},
+		{"a trusted zero timeout does not lift the rule's", incoming("127.0.0.1", sluicegrpc.MetadataTimeout, "0"), "/shop.Reports/Daily",
+			admission.Request{Priority: admission.Sheddable, Deadline: t0.Add(500 * time.Millisecond)}},
 		{"the call's deadline, from anyone", withDeadline(incoming("10.1.2.3"), t0.Add(3*time.Second)), "/x.Y/Z",
 			admission.Request{Deadline: t0.Add(3 * time.Second)}},
 		{"the call's deadline when shorter than the rule's", withDeadline(incoming("10.1.2.3"), t0.Add(200*time.Millisecond)), "/shop.Reports/Daily",
@@ -102,6 +104,8 @@ func TestClassifyTenant(t *testing.T) {
 		{"an ordinary key from anyone", "header:X-Api-Key", incoming("10.1.2.3", "x-api-key", "a"), "a"},
 		{"a sluice key from an untrusted peer", "header:Sluice-Tenant", incoming("10.1.2.3", sluicegrpc.MetadataTenant, "acme"), ""},
 		{"a sluice key from a trusted peer", "header:Sluice-Tenant", incoming("127.0.0.1", sluicegrpc.MetadataTenant, "acme"), "acme"},
+		{"a sluice_ key from an untrusted peer", "header:Sluice_Tenant", incoming("10.1.2.3", "sluice_tenant", "acme"), ""},
+		{"a sluice_ key from a trusted peer", "header:Sluice_Tenant", incoming("127.0.0.1", "sluice_tenant", "acme"), "acme"},
 		{"the peer's address", "clientIP", incoming("10.1.2.3"), "10.1.2.3"},
 		{"bounded in length", "header:X-Api-Key", incoming("10.1.2.3", "x-api-key", long), long[:128]},
 	} {

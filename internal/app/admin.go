@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -97,15 +98,17 @@ func (s *adminServer) listen() (net.Listener, error) {
 	return ln, nil
 }
 
-// serve serves on ln until shutdown. A failure of the listener is logged
-// and leaves the front serving: the admin listener is not what the
-// clients need.
-func (s *adminServer) serve(ln net.Listener, a *App, stopped <-chan struct{}) {
-	a.log.Info("admin: serving", "addr", ln.Addr().String())
-	if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		a.log.Error("admin listener", "err", err)
-		<-stopped
+// serve serves on ln until ctx is done, then shuts down: the requests in
+// flight get 2 s. A failure of the listener is logged and leaves the front
+// serving: the admin listener is not what the clients need.
+func (s *adminServer) serve(ctx context.Context, ln net.Listener, log *slog.Logger) {
+	log.Info("admin: serving", "addr", ln.Addr().String())
+	shutDown := make(chan struct{})
+	context.AfterFunc(ctx, func() { s.shutdown(); close(shutDown) })
+	if err := s.srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		log.Error("admin listener", "err", err)
 	}
+	<-shutDown
 }
 
 func (s *adminServer) shutdown() {

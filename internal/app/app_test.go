@@ -216,6 +216,51 @@ func TestRunDrains(t *testing.T) {
 	}
 }
 
+// The admin listener answers through the whole drain: it stops only once
+// the server has finished.
+func TestRunAdminAnswersThroughTheDrain(t *testing.T) {
+	adm := testutil.FreeAddr(t)
+	cfg, err := config.Parse("t", []byte("server: {drainDelay: 0s}\nadmin: {listen: \""+adm+"\"}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inFlight, release := make(chan struct{}), make(chan struct{})
+	slow := func(admit func(http.Handler) http.Handler) http.Handler {
+		return admit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			close(inFlight)
+			<-release
+		}))
+	}
+	a, err := New(Options{Config: cfg, Library: slow, Listener: ln})
+	if err != nil {
+		t.Fatal(err)
+	}
+	draining := make(chan struct{})
+	a.srv.OnDrain = func() { close(draining) }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	front := make(chan int, 1)
+	go func() { code, _ := testutil.Get(context.Background(), "http://"+ln.Addr().String()+"/"); front <- code }()
+	<-inFlight
+	cancel()
+	<-draining
+	if code, body := testutil.Get(context.Background(), "http://"+adm+"/stats"); code != http.StatusOK {
+		t.Errorf("admin /stats during the drain: got %d %s, want 200", code, body)
+	}
+	close(release)
+	if code := <-front; code != http.StatusOK {
+		t.Errorf("the request in flight: got %d, want 200", code)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("Run after a complete drain: got %v, want nil", err)
+	}
+}
+
 // In front mode the server stops the pool after the drain, and the pool's
 // Run returning then is its end, not a failure: Run returns nil.
 func TestRunFrontDrains(t *testing.T) {
@@ -263,6 +308,29 @@ workers: {command: [/bin/true], count: 1, address: unix}
 	err = a.Run(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "socket directory") {
 		t.Errorf("got %v, want the supervisor's socket directory error", err)
+	}
+}
+
+// endsAtOnce is a mode whose run returns nil at once, as no pool may
+// while the server serves.
+type endsAtOnce struct{ mode }
+
+func (endsAtOnce) run(context.Context) error { return nil }
+
+// A pool that ends while the server still serves has failed: the server
+// drains, and Run says so.
+func TestRunPoolEndingOnItsOwnDrains(t *testing.T) {
+	cfg, err := config.Parse("t", []byte("server: {listen: \"127.0.0.1:0\", drainDelay: 0s}\nadmin: {listen: \"off\"}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(Options{Config: cfg, Library: testLibrary})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.mode = endsAtOnce{a.mode}
+	if err := a.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "the pool stopped on its own") {
+		t.Errorf("got %v, want the pool's end as an error", err)
 	}
 }
 

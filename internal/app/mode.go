@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -22,7 +23,8 @@ type mode interface {
 	handler() http.Handler
 	// ready is the server's readiness.
 	ready() bool
-	// run runs the mode's own goroutines until ctx is done.
+	// run runs the mode's own goroutines until ctx is done or stop has
+	// ended them; it returns an error if they end before (could not start).
 	run(ctx context.Context) error
 	// stop ends what the mode runs once the server has drained; cut is
 	// done when the operator asks for the end now.
@@ -91,9 +93,17 @@ func newFront(a *App, base string, workerOut io.Writer) (*front, error) {
 	return f, nil
 }
 
-func (f *front) handler() http.Handler         { return f.px }
-func (f *front) ready() bool                   { return f.pool.Ready() && f.px.Ready() }
-func (f *front) run(ctx context.Context) error { return f.pool.Run(ctx) }
+func (f *front) handler() http.Handler { return f.px }
+func (f *front) ready() bool           { return f.pool.Ready() && f.px.Ready() }
+
+// run runs the pool until stop or ctx ends it. Its ErrStopped says that
+// stop came before it started (a drain at once), which is no failure.
+func (f *front) run(ctx context.Context) error {
+	if err := f.pool.Run(ctx); !errors.Is(err, supervisor.ErrStopped) {
+		return err
+	}
+	return nil
+}
 
 // stop closes the upgraded connections (WebSockets), which do not hold up
 // the drain but end with it, then stops the workers, draining each through

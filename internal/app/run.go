@@ -19,13 +19,15 @@ import (
 // ended. It returns nil after a complete drain; otherwise an error saying
 // what went wrong, which it has logged. Run may be called once.
 //
-// Every goroutine is an actor of one run group, each with a stop and a
-// wait. The server leads: the first of ctx being done and another actor
-// failing (the pool) makes it drain, and it then stops the workers. The
-// others (the pool's Run, the saturation sampler, the admin listener, the
-// SIGHUP loop, the rolling restarts) stop only once it has finished: the
-// admin listener answers through the whole drain, and the workers are
-// stopped gracefully, never by the cancellation of their Run.
+// Every goroutine is an actor of one run group (github.com/oklog/run): the
+// server, the pool (or the saturation sampler), the admin listener, the
+// SIGHUP loop, the rolling restarts and the quota's leases. The server
+// leads, and the group has one interrupt: the server drains. It drains
+// when ctx is done or when another actor returns (the pool could not
+// start), then stops the workers gracefully, and only then ends others,
+// the context every other actor runs under. So the admin listener answers
+// through the whole drain, and no worker is stopped by the cancellation of
+// the pool's Run.
 func (a *App) Run(ctx context.Context) error {
 	defer a.cutAll() // releases cutCtx
 	ln, admLn, err := a.listen(ctx)
@@ -35,56 +37,51 @@ func (a *App) Run(ctx context.Context) error {
 		a.closeStore()
 		return err
 	}
-	// bg is the context of every actor but the server: cancelled once the
-	// server has finished.
-	bg, stopBG := context.WithCancel(context.Background())
-	defer stopBG()
-	a.tasks.start(bg)
-	// stopping is closed when the server has drained and begins to stop
-	// the pool; served, when it has finished.
-	stopping, served := make(chan struct{}), make(chan struct{})
-	stopOthers := sync.OnceFunc(func() { <-served; stopBG() })
-	drainCtx, drain := context.WithCancel(ctx)
+	ctx, drain := context.WithCancel(ctx)
 	defer drain()
+	others, endOthers := context.WithCancel(context.Background())
+	defer endOthers()
+	a.tasks.start(others)
 
 	var (
-		g              run.Group
-		frontErr, pool error
+		g                 run.Group
+		serveErr, poolErr error
 	)
-	g.Add(func() error {
-		defer close(served)
-		frontErr = a.serve(drainCtx, ln, stopping)
-		return frontErr
-	}, func(error) { drain() })
-	g.Add(func() error {
-		// A return before the server stops the pool is a failure (it
-		// could not start): the server drains.
-		err := a.mode.run(bg)
-		select {
-		case <-stopping:
-			return nil
-		default:
+	// Whichever actor returns first, the others are interrupted alike: the
+	// server drains, and its end ends the others.
+	add := func(execute func() error) { g.Add(execute, func(error) { drain() }) }
+	add(func() error {
+		defer endOthers()
+		serveErr = a.serve(ctx, ln)
+		return serveErr
+	})
+	add(func() error {
+		// The pool stops when the server stops it, after the drain; one
+		// that ends while the server still serves has failed.
+		poolErr = a.mode.run(others)
+		if poolErr == nil && ctx.Err() == nil {
+			poolErr = errors.New("app: the pool stopped on its own")
 		}
-		pool = cmp.Or(err, errors.New("app: the pool stopped on its own"))
-		a.log.Error("pool stopped; draining", "err", pool)
-		return pool
-	}, func(error) { stopOthers() })
+		if poolErr != nil {
+			a.log.Error("pool stopped; draining", "err", poolErr)
+		}
+		return poolErr
+	})
 	if a.adm != nil {
-		g.Add(func() error { a.adm.serve(admLn, a, bg.Done()); return nil },
-			func(error) { stopOthers(); a.adm.shutdown() })
+		add(func() error { a.adm.serve(others, admLn, a.log); return nil })
 	}
 	if a.hup != nil {
-		g.Add(func() error { a.hangups(bg); return nil }, func(error) { stopOthers() })
+		add(func() error { a.hangups(others); return nil })
 	}
-	g.Add(func() error { <-bg.Done(); a.tasks.wait(); return nil }, func(error) { stopOthers() })
+	add(func() error { <-others.Done(); a.tasks.wait(); return nil })
 	if a.quota != nil {
 		// Leases until the server has finished: requests draining still
 		// take their tenants' tokens.
-		g.Add(func() error { return a.quota.Run(bg) }, func(error) { stopOthers() })
+		add(func() error { return a.quota.Run(others) })
 	}
 	g.Run()
 	a.closeStore()
-	return errors.Join(frontErr, pool)
+	return errors.Join(serveErr, poolErr)
 }
 
 // listen opens the front's listener (Options.Listener, else one on
@@ -117,9 +114,8 @@ func inUse(err error, key string) string {
 }
 
 // serve is the server's actor: it serves on ln until ctx is done, drains,
-// then stops the Controller's queue and, having closed stopping, what the
-// mode runs.
-func (a *App) serve(ctx context.Context, ln net.Listener, stopping chan<- struct{}) error {
+// then stops the Controller's queue and what the mode runs.
+func (a *App) serve(ctx context.Context, ln net.Listener) error {
 	err := a.srv.Serve(ctx, ln)
 	switch {
 	case errors.Is(err, server.ErrCut):
@@ -128,7 +124,6 @@ func (a *App) serve(ctx context.Context, ln net.Listener, stopping chan<- struct
 		a.log.Error("server", "err", err)
 	}
 	a.ctrl.Close()
-	close(stopping)
 	if serr := a.mode.stop(a.cutCtx); serr != nil {
 		a.log.Error("stopping workers", "err", serr)
 		err = errors.Join(err, serr)

@@ -10,8 +10,8 @@ import (
 )
 
 // maxRSS bounds sluice's peak resident memory in the memory attacks: a
-// few times its idle footprint, and far below what the attacks used to
-// cost (gigabytes).
+// few times its idle footprint, and far below the gigabytes they cost a
+// front that holds what they send in memory.
 const maxRSS = 128 << 20
 
 func bodyConfig(extra string) string {

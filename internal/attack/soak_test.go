@@ -45,7 +45,7 @@ func TestSoak(t *testing.T) {
 		cpuMS    = 5
 		overload = 8
 		parked   = 10000
-		maxRSS   = 150_000_000 // the issue's 150 MB (143 MiB)
+		maxRSS   = 150_000_000 // 150 MB (143 MiB): 15 KB for each connection held open
 	)
 	rate := overload * workers * 1000 / cpuMS // requests per second
 	s := Start(t, fmt.Sprintf(`server: {listen: {{listen}}, drainDelay: 0s, maxConnections: %d}

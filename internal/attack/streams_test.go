@@ -80,8 +80,8 @@ func waitClosed(t *testing.T, closed <-chan string, path string) {
 
 // Clients that leave responses that never end (an event stream, a flood
 // of bytes) free their worker at once: the worker's connection is closed,
-// so that the worker learns it and stops, and its slot is freed, where
-// sluice used to drain the stream for nobody with the slot held.
+// so that the worker learns it and stops, and its slot is freed: draining
+// the stream for nobody would hold the slot as long as the stream lasts.
 func TestStreamClientLeavingClosesWorker(t *testing.T) {
 	closed := make(chan string, 8)
 	s := Start(t, streamConfig(Upstream(t, streamUpstream(closed), 1)))

@@ -27,8 +27,8 @@
 // Encoders, buffers and writers come from pools. The encoder writes into
 // memory and goes back to its pool before the last bytes are written to
 // the client, so a slow client holds its compressed bytes, not an
-// encoder's megabytes. docs/benchmarks.md ("Compression (issue 13)") has
-// the CPU per response at each level, beside nginx's gzip.
+// encoder's megabytes. docs/benchmarks.md ("Compression") has the CPU per
+// response at each level, beside nginx's gzip.
 //
 // # Where sluice puts it
 //

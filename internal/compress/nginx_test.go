@@ -22,10 +22,10 @@ import (
 	"github.com/sluicehq/sluice/internal/testutil"
 )
 
-// The side-by-side measurement of docs/benchmarks.md ("Compression (issue
-// 13)"): the CPU a server process spends per 1,000 responses of the 80 KB
-// page, nginx's gzip against this package's middleware in a Go net/http
-// server, each in its own process, loaded one request at a time over one
+// The side-by-side measurement of docs/benchmarks.md ("Compression"): the
+// CPU a server process spends per 1,000 responses of the 80 KB page,
+// nginx's gzip against this package's middleware in a Go net/http server,
+// each in its own process, loaded one request at a time over one
 // keep-alive connection on 127.0.0.1 by this test, whose own CPU is not
 // counted. Opt-in, it takes a minute or two:
 //

@@ -7,7 +7,7 @@ import (
 )
 
 // The defaults, chosen by measurement on an 80 KB server-rendered page
-// (docs/benchmarks.md, "Compression (issue 13)").
+// (docs/benchmarks.md, "Compression").
 const (
 	// DefaultMinLength is the length below which a response is sent as it
 	// is. nginx's gzip_min_length defaults to 20 bytes; at that size the
