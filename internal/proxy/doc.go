@@ -54,10 +54,10 @@
 // event-loop utilization, as node/sluice-worker sends it) is judged by an
 // AIMD rule over it (limit.AIMD's), bounded by the concurrency that would
 // saturate it: a single-threaded CPU-bound renderer stays at 1, an async
-// one grows until its event loop is saturated. A worker that reports nothing is
-// judged by its latency against its no-load latency. The header is read
+// one grows until its event loop is saturated. A worker that reports
+// nothing is judged by its throughput as its limit moves. The header is read
 // and removed before the client sees the response; one that cannot be read
-// is counted (EndpointStats.BadReports) and ignored. workerLimit's doc
+// is counted (EndpointStats.BadReports) and ignored. limit.Worker's doc
 // gives the rules.
 //
 // The Controller's limit follows the slots: the Proxy sets the Controller's

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/url"
 	"os"
@@ -58,8 +59,8 @@ type exchange struct {
 
 	// What the response's HeaderSaturation said; written by run before it
 	// reads the body, read by finish on the same goroutine.
-	reported, satOK bool
-	sat             float64
+	reported bool
+	sat      float64 // NaN when it could not be read
 
 	hung *time.Timer // aborts the call after hangAfter (or streamIdle) of silence; nil: never
 	// streamIdle replaces hangAfter once the response is a stream (<= 0:
@@ -320,8 +321,9 @@ func (x *exchange) takeResponse(resp *http.Response) {
 	if v, ok := resp.Header[HeaderSaturation]; ok {
 		delete(resp.Header, HeaderSaturation)
 		x.reported = true
+		x.sat = math.NaN()
 		if len(v) == 1 {
-			x.sat, x.satOK = parseSaturation(v[0])
+			x.sat = parseSaturation(v[0])
 		}
 	}
 	x.mu.Lock()
@@ -425,7 +427,7 @@ func (x *exchange) finish(resp *http.Response, err error, hung *time.Timer) {
 	rtt := now.Sub(x.start)
 	if !detached {
 		p.pool.complete(e, completion{done: err == nil, rtt: rtt, dropped: late,
-			reported: x.reported, sat: x.sat, satOK: x.satOK})
+			reported: x.reported, sat: x.sat})
 	}
 
 	x.mu.Lock()

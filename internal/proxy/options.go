@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluicehq/sluice/admission"
 	"github.com/sluicehq/sluice/internal/poison"
+	"github.com/sluicehq/sluice/limit"
 )
 
 // Defaults applied by New to zero fields of Options.
@@ -292,11 +293,11 @@ func (o Options) Validate() error {
 	if o.MaxIdleConnsPerWorker < 0 {
 		bad("MaxIdleConnsPerWorker %d is negative (0 means the worker's concurrency)", o.MaxIdleConnsPerWorker)
 	}
-	if w := o.WorkerLimit; !(w.MaxSaturation >= 0 && w.MaxSaturation <= 1) {
-		bad("WorkerLimit.MaxSaturation %v must be in (0, 1] (0 means the default)", w.MaxSaturation)
-	}
-	if o.WorkerLimit.Window < 0 {
-		bad("WorkerLimit.Window %v is negative (0 means the default)", o.WorkerLimit.Window)
+	wl := limit.WorkerOptions{MaxSaturation: o.WorkerLimit.MaxSaturation, Window: o.WorkerLimit.Window}
+	if err, ok := wl.Validate().(interface{ Unwrap() []error }); ok {
+		for _, e := range err.Unwrap() {
+			bad("WorkerLimit: %w", e)
+		}
 	}
 	for _, d := range []struct {
 		name string

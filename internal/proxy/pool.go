@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/supervisor"
+	"github.com/sluicehq/sluice/limit"
 )
 
 var (
@@ -28,10 +29,10 @@ type endpoint struct {
 
 	// Guarded by pool.mu.
 	outstanding int
-	limit       int          // requests it may hold now: Concurrency, or wl's
-	wl          *workerLimit // nil: the limit is fixed at Concurrency
-	lastSat     float64      // the last saturation it reported; -1: none
-	routable    bool         // neither draining nor removed
+	limit       int           // requests it may hold now: Concurrency, or wl's
+	wl          *limit.Worker // nil: the limit is fixed at Concurrency
+	lastSat     float64       // the last saturation it reported; -1: none
+	routable    bool          // neither draining nor removed
 	draining    bool
 	removed     bool
 	hung        bool      // found hung: out of rotation until removed
@@ -141,7 +142,7 @@ func (p *pool) pickLocked(now time.Time, exclude []int) *endpoint {
 	if best != nil {
 		best.outstanding++
 		if best.wl != nil {
-			best.wl.occupy(now, best.rendering())
+			best.wl.Occupy(now, best.rendering())
 		}
 		p.seq++
 		best.lastPick = p.seq
@@ -270,8 +271,7 @@ type completion struct {
 	rtt      time.Duration // how long it held the slot
 	dropped  bool          // its client was answered 504 first
 	reported bool          // the response carried HeaderSaturation
-	sat      float64       // its value, when readable
-	satOK    bool          // readable: a number in [0, 1]
+	sat      float64       // its value; NaN when it could not be read
 }
 
 // complete gives back a slot taken by take and lets the worker's limit
@@ -282,17 +282,14 @@ func (p *pool) complete(e *endpoint, c completion) {
 	now := time.Now()
 	e.outstanding--
 	if e.wl != nil {
-		e.wl.occupy(now, e.rendering())
-		if c.reported {
-			e.wl.report(c.sat, c.satOK)
-			if c.satOK {
-				e.lastSat = c.sat
-			}
+		e.wl.Occupy(now, e.rendering())
+		if c.reported && e.wl.Report(c.sat) {
+			e.lastSat = c.sat
 		}
 		if c.done {
-			e.wl.complete(c.rtt, c.dropped)
+			e.wl.Complete(c.rtt, c.dropped)
 		}
-		if l, changed := e.wl.decide(now); changed {
+		if l, changed := e.wl.Decide(now); changed {
 			if e.routable {
 				p.slots += l - e.limit
 			}
@@ -357,7 +354,12 @@ func (p *pool) add(e *endpoint) bool {
 	e.limit, e.lastSat = e.Concurrency, -1
 	if e.Adaptive {
 		e.limit = p.startLimitLocked(e.Concurrency)
-		e.wl = newWorkerLimit(e.added, e.limit, e.Concurrency, p.wlOpts)
+		wl, err := limit.NewWorker(e.added, limit.WorkerOptions{Initial: e.limit, Max: e.Concurrency,
+			MaxSaturation: p.wlOpts.MaxSaturation, Window: p.wlOpts.Window})
+		if err != nil {
+			panic(err) // Options.Validate refused what NewWorker refuses
+		}
+		e.wl = wl
 	}
 	p.eps = append(p.eps, e)
 	p.byID[e.ID] = e

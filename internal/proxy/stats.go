@@ -180,7 +180,7 @@ func (p *Proxy) Stats() Stats {
 			FramingBroken: e.client.broken.Load(),
 		})
 		if e.wl != nil {
-			st.Endpoints[len(st.Endpoints)-1].BadReports = e.wl.badReport
+			st.Endpoints[len(st.Endpoints)-1].BadReports = e.wl.BadReports()
 		}
 	}
 	p.pool.mu.Unlock()
