@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/admission"
+	"github.com/sluicehq/sluice/internal/upstream"
 	"github.com/sluicehq/sluice/limit"
 )
 
@@ -45,9 +46,9 @@ type exchange struct {
 	in        *http.Request // the client's request
 	req       *http.Request // outgoing: &out
 	out       http.Request
-	url       url.URL // out's
-	body      *body   // req's body, released by finish; nil for none
-	call      call    // req's way to the worker: aborted when hung, sent or not
+	url       url.URL       // out's
+	body      *body         // req's body, released by finish; nil for none
+	call      upstream.Call // req's way to the worker: aborted when hung, sent or not
 	permit    admission.Permit
 	shape     *shapeTicket // with Options.Poison; nil: nothing to report
 	start     time.Time
@@ -128,7 +129,7 @@ func signal(c chan struct{}) {
 // hung.
 func (x *exchange) run() {
 	x.armHung()
-	resp, err := x.ep.client.roundTrip(&x.call, x.req, x.req.ContentLength)
+	resp, err := x.ep.client.RoundTrip(&x.call, x.req)
 	x.afterHead(resp, err)
 }
 
@@ -138,13 +139,13 @@ func (x *exchange) run() {
 // whole, or, having handed the rest to a runner, when the worker has not
 // begun to answer by wait (zero: no bound) or answered with a stream, or
 // its body is still coming at wait: the handler then awaits as after run.
-// REQUIRES x.call.beginInline(wait) called.
+// REQUIRES x.call.BeginInline(wait) called.
 func (x *exchange) runInline(w http.ResponseWriter, wait time.Time) (handedOff bool) {
 	x.armHung()
 	x.inlineW = w
-	resp, err := x.ep.client.roundTrip(&x.call, x.req, x.req.ContentLength)
+	resp, err := x.ep.client.RoundTrip(&x.call, x.req)
 	x.inlineW = nil
-	if err == errPending {
+	if err == upstream.ErrPending {
 		x.handOff((*resumeTask)(x))
 		return true
 	}
@@ -166,7 +167,7 @@ func (x *exchange) runInline(w http.ResponseWriter, wait time.Time) (handedOff b
 // handOff ends the inline part of the exchange and runs t, the rest of
 // it, on a runner.
 func (x *exchange) handOff(t task) {
-	x.call.endInline()
+	x.call.EndInline()
 	x.p.runs.start(t)
 }
 
@@ -185,9 +186,9 @@ func (x *exchange) silent() {
 	stream := x.streamIdle > 0
 	x.mu.Unlock()
 	if stream {
-		x.call.abort(errStreamIdle)
+		x.call.Abort(errStreamIdle)
 	} else {
-		x.call.abort(errHung)
+		x.call.Abort(errHung)
 	}
 }
 
@@ -218,7 +219,7 @@ type resumeTask exchange
 
 func (t *resumeTask) run() {
 	x := (*exchange)(t)
-	resp, err := x.ep.client.resume(&x.call, x.req)
+	resp, err := x.ep.client.Resume(&x.call, x.req)
 	x.afterHead(resp, err)
 }
 
@@ -249,7 +250,7 @@ func (x *exchange) readBody(resp *http.Response, inline bool, wait time.Time) (h
 	hung := x.hung
 	if inline && !wait.IsZero() {
 		// Until endInline clears it.
-		_ = x.call.setReadDeadline(wait)
+		_ = x.call.SetReadDeadline(wait)
 	}
 	var rb *[]byte // the buffer read into; its memory is reserved
 	defer func() {
@@ -270,7 +271,7 @@ func (x *exchange) readBody(resp *http.Response, inline bool, wait time.Time) (h
 		}
 		var n int
 		var rerr error
-		if inline && x.call.interrupted.Load() {
+		if inline && x.call.Interrupted() {
 			rerr = os.ErrDeadlineExceeded // the read would end so at once
 		} else {
 			n, rerr = resp.Body.Read(*rb)
@@ -408,7 +409,7 @@ func (x *exchange) finish(resp *http.Response, err error, hung *time.Timer) {
 		resp.Body.Close()
 	}
 	x.body.release() // the transport is done with it
-	aerr := x.call.aborted()
+	aerr := x.call.Err()
 	wasHung := aerr == errHung
 	if wasHung || (err != nil && aerr != nil) {
 		err = aerr // why the connection was closed, not what the read saw
@@ -513,7 +514,7 @@ func (x *exchange) readyLocked() bool {
 // it keeps its slot until it has). REQUIRES x.mu held.
 func (x *exchange) abandonLocked() {
 	if x.stream && !x.done {
-		x.call.abort(errClientGone)
+		x.call.Abort(errClientGone)
 	}
 	x.state = abandoned
 	for _, c := range x.chunks {
@@ -535,7 +536,7 @@ var spent = func() <-chan time.Time {
 // A client that left while x ran inline is told of as await would
 // (outcomeGone), the response wasted.
 func (x *exchange) serve(ctx context.Context, w http.ResponseWriter, budget time.Duration) outcome {
-	if x.body != nil && x.body.n > syncWriteMax {
+	if x.body != nil && x.body.n > upstream.SyncWriteMax {
 		x.p.runs.start(x)
 		return x.await(ctx, w, budget)
 	}
@@ -544,8 +545,8 @@ func (x *exchange) serve(ctx context.Context, w http.ResponseWriter, budget time
 		wait = x.start.Add(budget)
 	}
 	// A client that leaves frees the handler at once, as await would.
-	x.call.beginInline(wait)
-	stop := context.AfterFunc(ctx, x.call.interrupt)
+	x.call.BeginInline(wait)
+	stop := context.AfterFunc(ctx, x.call.Interrupt)
 	handedOff := x.runInline(w, wait)
 	stop()
 	if handedOff {
@@ -554,7 +555,7 @@ func (x *exchange) serve(ctx context.Context, w http.ResponseWriter, budget time
 		}
 		return x.await(ctx, w, budget)
 	}
-	x.call.endInline()
+	x.call.EndInline()
 	if ctx.Err() != nil {
 		x.mu.Lock()
 		failed, served := x.failed, x.err == nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluicehq/sluice/admission"
 	"github.com/sluicehq/sluice/internal/poison"
+	"github.com/sluicehq/sluice/internal/upstream"
 	"github.com/sluicehq/sluice/limit"
 )
 
@@ -22,7 +23,7 @@ const (
 	DefaultHangGrace           = 10 * time.Second
 	DefaultMaxBodyBytes        = 10 << 20
 	DefaultBufferResponseBytes = 1 << 20
-	DefaultDialTimeout         = 2 * time.Second
+	DefaultDialTimeout         = upstream.DefaultDialTimeout
 	// DefaultMaxHeaderFields is Apache httpd's LimitRequestFields: a
 	// browser sends 10 to 20, a CDN adds about as many.
 	DefaultMaxHeaderFields = 100
@@ -34,10 +35,9 @@ const (
 	DefaultLookahead = 1
 	// MaxLookahead bounds Options.Lookahead.
 	MaxLookahead = 8
-	// DefaultIdleConnTimeout is shorter than Node.js's 5 s keepAliveTimeout,
-	// so that sluice, not the worker, closes an idle connection: a request
-	// is then never written into a connection the worker is closing.
-	DefaultIdleConnTimeout = 4 * time.Second
+	// DefaultIdleConnTimeout is upstream.DefaultIdleTimeout, shorter than
+	// Node.js's 5 s keepAliveTimeout.
+	DefaultIdleConnTimeout = upstream.DefaultIdleTimeout
 )
 
 // Options configure a Proxy. Only Controller is required; New replaces the

@@ -29,9 +29,9 @@ type info struct {
 	h    http.Header
 }
 
-// gotInfo keeps a 1xx for the handler; run's goroutine calls it while
-// reading the response's header.
-func (x *exchange) gotInfo(code int, h http.Header) {
+// GotInfo keeps a 1xx for the handler; the goroutine reading the
+// response's header calls it (x is its call's upstream.InfoSink).
+func (x *exchange) GotInfo(code int, h http.Header) {
 	if code == http.StatusContinue || code == http.StatusSwitchingProtocols {
 		return
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/supervisor"
+	"github.com/sluicehq/sluice/internal/upstream"
 	"github.com/sluicehq/sluice/limit"
 )
 
@@ -21,7 +22,7 @@ var (
 type endpoint struct {
 	supervisor.Endpoint
 	host   string // the URL host of requests to it: their Host when the client sent none
-	client *workerClient
+	client *upstream.Client
 	added  time.Time
 
 	served   atomic.Uint64
