@@ -35,7 +35,7 @@ func (x *exchange) GotInfo(code int, h http.Header) {
 	if code == http.StatusContinue || code == http.StatusSwitchingProtocols {
 		return
 	}
-	if x.inlineW != nil {
+	if x.side == onHandler {
 		// Read on the handler's goroutine (runInline): written at once.
 		writeInfos(x.inlineW, []info{{code, h}})
 		return
