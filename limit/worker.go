@@ -85,15 +85,16 @@ const (
 	// square root: an async worker far from its knee gets there in a few
 	// steps.
 	workerSlowStart = 1.2
-	// workerProbeBusy is the share of its limit a worker must hold on average
-	// for a probe down: below it the limit does not bind.
+	// workerProbeBusy is the share of its limit a worker must hold on
+	// average for a probe down: below it the limit does not bind.
 	workerProbeBusy = 0.8
-	// workerRTTJump is how much slower than when its limit was last judged a
-	// worker's requests may get before it is probed down at once.
+	// workerRTTJump is how much slower than when its limit was last judged
+	// a worker's requests may get before it is probed down at once.
 	workerRTTJump = 1.5
-	// workerGuardGrowth and workerGuardCut bound the saturation rule by latency: a
-	// worker whose requests take workerGuardGrowth times its no-load latency is
-	// not given more, one at workerGuardCut is given less. Loose: an async
+	// workerGuardGrowth and workerGuardCut bound the saturation rule by
+	// latency: a worker whose requests take workerGuardGrowth times its
+	// no-load latency is not given more, one at workerGuardCut is given
+	// less. Loose: an async
 	// worker's latency is mostly its own I/O wait plus a front's
 	// scheduling delays on a busy machine, and a bound of 1.5 held such
 	// workers at a third of what their event loops could take (measured

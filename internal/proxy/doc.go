@@ -99,7 +99,7 @@
 // reached its worker (upstream.Call). The exchange runs on the handler's
 // goroutine (exchange.serve): a response buffered whole costs no
 // goroutine hand-off at all. What outlives the handler's wait moves to a
-// pooled runner (runner.go) and the handler awaits it as before: a worker
+// pooled runner (runner.go) and the handler awaits it there: a worker
 // that has not begun to answer when the budget runs out or the client
 // leaves (a read deadline, set by the budget or by the client's context,
 // ends the wait before any byte of the response is read, so the runner

@@ -146,7 +146,7 @@ func (c *Call) use(wc *conn) bool {
 	return true
 }
 
-// done forgets the connection in use, which abort must no longer close,
+// done forgets the connection in use, which Abort must not close then,
 // and reports whether the call was not aborted.
 func (c *Call) done() bool {
 	c.mu.Lock()

@@ -4,8 +4,8 @@
 // handed to the caller, which gives the connection back by reading it to
 // the end.
 //
-// It stands where net/http's Transport stood in front of the workers, for
-// two reasons the profile of a loaded front gave. The Transport runs a
+// It is used instead of net/http's Transport, for two reasons the profile
+// of a loaded front gave. The Transport runs a
 // reader and a writer goroutine per connection, so each request crosses
 // three goroutines and wakes the scheduler at every hand-off; here the
 // caller's own goroutine writes the request and reads the response (a
