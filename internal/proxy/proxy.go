@@ -369,7 +369,7 @@ func (p *Proxy) mayRetry(w http.ResponseWriter, r *http.Request, ep *endpoint, x
 	}
 	if x.call.Sent() {
 		// The worker may have acted on it, or died of it: never a
-		// second worker (see sent.go).
+		// second worker (see the package doc, Failures).
 		permit.Release()
 		p.fail(w, r, x.err)
 		return false
