@@ -22,6 +22,10 @@ var (
 type endpoint struct {
 	supervisor.Endpoint
 	host   string // the URL host of requests to it: their Host when the client sent none
+	// client is the connection to the worker. The proxy uses it through
+	// RoundTrip and Resume (with the exchange's upstream.Call), CloseIdle
+	// and Broken; a concrete type, not an interface, so that the call per
+	// request is a direct one.
 	client *upstream.Client
 	added  time.Time
 
