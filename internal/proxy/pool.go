@@ -21,7 +21,7 @@ var (
 // endpoint is a worker as the pool tracks it.
 type endpoint struct {
 	supervisor.Endpoint
-	host   string // the URL host of requests to it: their Host when the client sent none
+	host string // the URL host of requests to it: their Host when the client sent none
 	// client is the connection to the worker. The proxy uses it through
 	// RoundTrip and Resume (with the exchange's upstream.Call), CloseIdle
 	// and Broken; a concrete type, not an interface, so that the call per
