@@ -97,7 +97,7 @@ type exchange struct {
 // xstate is the client side's state, under mu:
 //
 //	waiting ──await: ready──▶ delivered
-//	waiting ──await: budget spent or client gone──▶ abandoned
+//	waiting ──serve, await: budget spent or client gone──▶ abandoned
 //	delivered ──relay: client gone, or a stream refused──▶ abandoned
 type xstate uint8
 
