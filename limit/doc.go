@@ -17,7 +17,8 @@
 //
 // Observe is called concurrently from every goroutine that completes a
 // request; Tick from one goroutine, once per window. Limit is one atomic
-// load in every algorithm here.
+// load in every algorithm here. Worker, one worker process's limit inside
+// a front, is fed by its caller under the caller's own lock instead.
 //
 // # Auto: the default, a limit that finds itself
 //
@@ -171,6 +172,27 @@
 // single epoch, or follow a change of workload mix (fast routes giving way
 // to slow ones) that the mean RTT reads as congestion. Auto uses it only as
 // an upper bound, for what the CPU load cannot show.
+//
+// # Worker: one worker process's limit, from its reports or its throughput
+//
+// A front that dispatches to worker processes (sluice's proxy, for
+// Node.js renderers) keeps a Worker per process: how many requests that
+// process may hold at once, in [1, Max]. Every window (WorkerWindow,
+// 100 ms), with s the mean saturation the worker reported on its
+// responses (for Node.js, its event-loop utilization) and L the limit:
+//
+//	s >= MaxSaturation and peak >= L/2, or a request timed out:  L = max(1, floor(0.9 L))
+//	s < MaxSaturation and peak >= L:  L = min(L + max(1, ceil(sqrt(L))), floor(MaxSaturation x occupancy / s))
+//
+// the AIMD rule bounded by the concurrency that would saturate the loop,
+// so that a single-threaded CPU-bound worker stays at 1 and an async one
+// grows, doubling after a start until its limit is first cut (TCP's slow
+// start); its latency against its no-load latency guards both. A worker
+// that reports nothing climbs the curve of its throughput against its
+// limit (Little's law: mean requests held over mean latency), keeping a
+// probe only when each request it added brought at least half a request's
+// worth of throughput. Defaults: Initial 1, Max 1000, MaxSaturation 0.95.
+// Its type documentation gives the whole rule.
 //
 // # Signals
 //

@@ -11,6 +11,7 @@ import (
 	"github.com/sluicehq/sluice/admission"
 	"github.com/sluicehq/sluice/internal/proxy"
 	"github.com/sluicehq/sluice/internal/supervisor"
+	"github.com/sluicehq/sluice/limit"
 )
 
 // fakeMeter is a worker's CPU demand as the test sets it.
@@ -62,7 +63,7 @@ func TestQuietWorkerJudgedByKernelDemand(t *testing.T) {
 		}
 		// Read at most once a window.
 		took := time.Since(start)
-		if n := m.reads.Load(); n == 0 || n > int64(took/proxy.DefaultWorkerLimitWindow)+1 {
+		if n := m.reads.Load(); n == 0 || n > int64(took/limit.WorkerWindow)+1 {
 			t.Errorf("meter read %d times in %v; want at most one a window", n, took)
 		}
 	})

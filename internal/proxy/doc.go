@@ -54,10 +54,10 @@
 // event-loop utilization, as node/sluice-worker sends it) is judged by an
 // AIMD rule over it (limit.AIMD's), bounded by the concurrency that would
 // saturate it: a single-threaded CPU-bound renderer stays at 1, an async
-// one grows until its event loop is saturated. A worker that reports nothing is
-// judged by its latency against its no-load latency. The header is read
+// one grows until its event loop is saturated. A worker that reports
+// nothing is judged by its throughput as its limit moves. The header is read
 // and removed before the client sees the response; one that cannot be read
-// is counted (EndpointStats.BadReports) and ignored. workerLimit's doc
+// is counted (EndpointStats.BadReports) and ignored. limit.Worker's doc
 // gives the rules.
 //
 // The Controller's limit follows the slots: the Proxy sets the Controller's
@@ -80,28 +80,33 @@
 // to a second worker, whatever its method: a worker that fails before
 // answering, reset before any response byte included, may have died of
 // this very request, and one poisonous request must not kill two workers.
-// It gets 502 (see sent.go for the one replay made, to the same worker).
+// It gets 502. One replay is made, to the same worker, as net/http's
+// Transport made it: a GET or HEAD (or a request with an Idempotency-Key)
+// whose reused keep-alive connection fails before any byte of the
+// response is sent again on a fresh connection, which answers it if the
+// connection was merely stale; if the worker died, that dial fails and
+// the request, counted as sent, is not passed on (upstream.Client).
 // Past the request's budget the client gets 504 (or the Fallback), and the
 // permit's sample is marked Dropped.
 //
 // # The connection to a worker
 //
-// HTTP/1.1 over kept-alive connections, spoken by the proxy's own client
-// (client.go) rather than net/http's Transport: the exchange writes the
-// request (one write when it fits 32 KiB) and reads the response itself,
-// with no reader and writer goroutines per connection to hand off to, and
-// counts the bytes that decide whether a request reached its worker. It
-// runs on the handler's goroutine (exchange.serve): a response buffered
-// whole costs no goroutine hand-off at all. What outlives the handler's
-// wait moves to a pooled runner (runner.go) and the handler awaits it as
-// before: a worker that has not begun to answer when the budget runs out
-// or the client leaves (a read deadline, set by the budget or by the
-// client's context, ends the wait before any byte of the response is
-// read, so the runner reads it whole), a body still coming then, and a
-// streamed response. Requests and responses are still written and parsed as
-// net/http does. Idle connections per worker are kept up to its
-// Concurrency (an adaptive worker's ceiling), so a worker at its limit
-// never needs a new one.
+// HTTP/1.1 over kept-alive connections, spoken by an upstream.Client per
+// worker rather than net/http's Transport: the exchange's goroutine
+// writes the request (one write when it fits 32 KiB) and reads the
+// response, with no reader and writer goroutines per connection to hand
+// off to, and the client counts the bytes that decide whether a request
+// reached its worker (upstream.Call). The exchange runs on the handler's
+// goroutine (exchange.serve): a response buffered whole costs no
+// goroutine hand-off at all. What outlives the handler's wait moves to a
+// pooled runner (runner.go) and the handler awaits it there: a worker
+// that has not begun to answer when the budget runs out or the client
+// leaves (a read deadline, set by the budget or by the client's context,
+// ends the wait before any byte of the response is read, so the runner
+// reads it whole), a body still coming then, and a streamed response.
+// Requests and responses are written and parsed as net/http does. Idle
+// connections per worker are kept up to its Concurrency (an adaptive
+// worker's ceiling), so a worker at its limit never needs a new one.
 //
 // Request framing is checked before anything else (see framing.go): CONNECT
 // and asterisk-form targets are refused, and the HTTP/1 connection of a

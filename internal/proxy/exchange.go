@@ -1,19 +1,19 @@
 package proxy
 
 import (
-	"context"
 	"errors"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/url"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/sluicehq/sluice/admission"
+	"github.com/sluicehq/sluice/internal/upstream"
 	"github.com/sluicehq/sluice/limit"
 )
 
@@ -27,26 +27,27 @@ var (
 	errTooManyStreams = errors.New("proxy: too many streams")
 )
 
-// An exchange is one request sent to one worker. Its goroutine (run) owns
-// the worker side: it sends the request, reads the response into memory
-// ahead of the client, and frees the slot when the worker has finished,
-// whoever is still listening (a stream nobody listens to is cut instead:
-// streams.go). The handler owns the client side: it waits
-// for the first batch (await), then relays (Proxy.relay). They meet under mu.
+// An exchange is one request sent to one worker. Its worker side sends the
+// request, reads the response into memory ahead of the client, and frees
+// the slot when the worker has finished, whoever is still listening (a
+// stream nobody listens to is cut instead: streams.go); it runs on the
+// handler's goroutine, then on a runner (see side). The handler owns the
+// client side: it waits for the first batch (await), then relays
+// (Proxy.relay). They meet under mu.
 //
 // The admission permit goes with the outcome: an exchange that fails before
 // the handler took its response hands the permit back to the handler
-// (failed), which may retry with it; otherwise run gives it back when the
-// worker has finished.
+// (failed), which may retry with it; otherwise the worker side gives it
+// back when the worker has finished.
 type exchange struct {
 	p         *Proxy
 	ep        *endpoint
 	in        *http.Request // the client's request
 	req       *http.Request // outgoing: &out
 	out       http.Request
-	url       url.URL // out's
-	body      *body   // req's body, released by finish; nil for none
-	call      call    // req's way to the worker: aborted when hung, sent or not
+	url       url.URL       // out's
+	body      *body         // req's body, released by finish; nil for none
+	call      upstream.Call // req's way to the worker: aborted when hung, sent or not
 	permit    admission.Permit
 	shape     *shapeTicket // with Options.Poison; nil: nothing to report
 	start     time.Time
@@ -56,10 +57,11 @@ type exchange struct {
 	notify chan struct{} // capacity 1: news for the handler
 	space  chan struct{} // capacity 1: the handler took data or left
 
-	// What the response's HeaderSaturation said; written by run before it
-	// reads the body, read by finish on the same goroutine.
-	reported, satOK bool
-	sat             float64
+	// What the response's HeaderSaturation said; written by the worker
+	// side before it reads the body, read by finish on the same goroutine.
+	reported bool
+	side     side    // where the worker side runs; written and read by it alone
+	sat      float64 // NaN when it could not be read
 
 	hung *time.Timer // aborts the call after hangAfter (or streamIdle) of silence; nil: never
 	// streamIdle replaces hangAfter once the response is a stream (<= 0:
@@ -92,6 +94,11 @@ type exchange struct {
 	trailers []string // the trailers resp announced, read before its body
 }
 
+// xstate is the client side's state, under mu:
+//
+//	waiting ──await: ready──▶ delivered
+//	waiting ──serve, await: budget spent or client gone──▶ abandoned
+//	delivered ──relay: client gone, or a stream refused──▶ abandoned
 type xstate uint8
 
 const (
@@ -100,20 +107,32 @@ const (
 	abandoned               // nobody listens: the client left or got 504
 )
 
+// side is where the worker side of an exchange runs, and so what it does
+// when it would wait. It moves once at most, from the handler to a
+// runner (handOff):
+//
+//	serve, body <= upstream.SyncWriteMax:  onHandler ──handOff──▶ onRunner
+//	serve, a larger body (written apart):  onRunner
+//
+// onHandler (runInline, readBodyInline) is the handler's own goroutine,
+// before it awaits: it never waits for the handler, who is itself. When
+// the worker has not begun to answer by the budget or the client leaves,
+// when the response is a stream, when its body is still coming at the
+// budget, or when memory to read into is short, it hands the rest off.
+// onRunner (run, resumeTask, bodyTask, readBody) is a pooled runner, while
+// the handler awaits or relays: it waits for the handler to take what is
+// read, and for memory to read into.
+type side uint8
+
+const (
+	onHandler side = iota
+	onRunner
+)
+
 type chunk struct {
 	buf *[]byte
 	n   int
 }
-
-// outcome is what await tells the handler to do.
-type outcome uint8
-
-const (
-	outcomeRelay   outcome = iota // relay x's response
-	outcomeFailed                 // nothing was relayed; the permit is the handler's again
-	outcomeTimeout                // answer 504; run keeps the slot until the worker answers
-	outcomeGone                   // the client left; run keeps the slot until the worker answers
-)
 
 func signal(c chan struct{}) {
 	select {
@@ -122,28 +141,30 @@ func signal(c chan struct{}) {
 	}
 }
 
-// run sends the request and reads the response. It runs in its own
-// goroutine, which ends when the worker has finished, failed, or was found
+// run sends the request and reads the response, on a runner from the
+// start (onRunner), until the worker has finished, failed, or was found
 // hung.
 func (x *exchange) run() {
+	x.side = onRunner
 	x.armHung()
-	resp, err := x.ep.client.roundTrip(&x.call, x.req, x.req.ContentLength)
+	resp, err := x.ep.client.RoundTrip(&x.call, x.req)
 	x.afterHead(resp, err)
 }
 
-// runInline runs the exchange on the handler's goroutine, which saves the
-// two goroutine hand-offs per request that run costs (on a front with an
-// idle CPU, each wakes a thread). It returns once the response is read
-// whole, or, having handed the rest to a runner, when the worker has not
-// begun to answer by wait (zero: no bound) or answered with a stream, or
-// its body is still coming at wait: the handler then awaits as after run.
-// REQUIRES x.call.beginInline(wait) called.
+// runInline runs the exchange on the handler's goroutine (onHandler),
+// which saves the two goroutine hand-offs per request that run costs (on a
+// front with an idle CPU, each wakes a thread). It returns once the
+// response is read whole, or, having handed the rest to a runner, when the
+// worker has not begun to answer by wait (zero: no bound) or answered with
+// a stream, or its body is still coming at wait: the handler then awaits
+// as after run. REQUIRES x.call.BeginInline(wait) called.
 func (x *exchange) runInline(w http.ResponseWriter, wait time.Time) (handedOff bool) {
+	x.side = onHandler
 	x.armHung()
 	x.inlineW = w
-	resp, err := x.ep.client.roundTrip(&x.call, x.req, x.req.ContentLength)
+	resp, err := x.ep.client.RoundTrip(&x.call, x.req)
 	x.inlineW = nil
-	if err == errPending {
+	if err == upstream.ErrPending {
 		x.handOff((*resumeTask)(x))
 		return true
 	}
@@ -159,13 +180,14 @@ func (x *exchange) runInline(w http.ResponseWriter, wait time.Time) (handedOff b
 		x.handOff((*bodyTask)(x))
 		return true
 	}
-	return x.readBody(resp, true, wait)
+	return x.readBodyInline(resp, wait)
 }
 
-// handOff ends the inline part of the exchange and runs t, the rest of
-// it, on a runner.
+// handOff moves the worker side from the handler to a runner, which runs
+// t, the rest of it.
 func (x *exchange) handOff(t task) {
-	x.call.endInline()
+	x.side = onRunner
+	x.call.EndInline()
 	x.p.runs.start(t)
 }
 
@@ -184,9 +206,9 @@ func (x *exchange) silent() {
 	stream := x.streamIdle > 0
 	x.mu.Unlock()
 	if stream {
-		x.call.abort(errStreamIdle)
+		x.call.Abort(errStreamIdle)
 	} else {
-		x.call.abort(errHung)
+		x.call.Abort(errHung)
 	}
 }
 
@@ -217,7 +239,7 @@ type resumeTask exchange
 
 func (t *resumeTask) run() {
 	x := (*exchange)(t)
-	resp, err := x.ep.client.resume(&x.call, x.req)
+	resp, err := x.ep.client.Resume(&x.call, x.req)
 	x.afterHead(resp, err)
 }
 
@@ -226,7 +248,7 @@ type bodyTask exchange
 
 func (t *bodyTask) run() {
 	x := (*exchange)(t)
-	x.readBody(x.resp, false, time.Time{})
+	x.readBody(x.resp)
 }
 
 // afterHead takes the response, or the failure, of the request.
@@ -236,19 +258,20 @@ func (x *exchange) afterHead(resp *http.Response, err error) {
 		return
 	}
 	x.takeResponse(resp)
-	x.readBody(resp, false, time.Time{})
+	x.readBody(resp)
 }
 
-// readBody reads resp's body until the worker has finished, then finishes
-// the exchange. Inline (runInline's), it reads on the handler's goroutine:
-// it never waits for the handler, and when a read would pass wait (zero:
-// no bound), or the memory to read into is not there, it hands the rest to
-// a runner and returns true.
-func (x *exchange) readBody(resp *http.Response, inline bool, wait time.Time) (handedOff bool) {
+// readBodyInline reads resp's body on the handler's goroutine until the
+// worker has finished, then finishes the exchange. It never waits for the
+// handler: when a read would pass wait (zero: no bound) or the call is
+// interrupted, or the memory to read into is not there, it hands the rest
+// to a runner and returns true. The response is not a stream (those are
+// handed off at once), so what is read never passes x.limit, and the
+// handler, not awaiting yet, is not woken until finish.
+func (x *exchange) readBodyInline(resp *http.Response, wait time.Time) (handedOff bool) {
 	hung := x.hung
-	if inline && !wait.IsZero() {
-		// Until endInline clears it.
-		_ = x.call.setReadDeadline(wait)
+	if !wait.IsZero() {
+		_ = x.call.SetReadDeadline(wait) // until handOff's EndInline clears it
 	}
 	var rb *[]byte // the buffer read into; its memory is reserved
 	defer func() {
@@ -258,18 +281,15 @@ func (x *exchange) readBody(resp *http.Response, inline bool, wait time.Time) (h
 	}()
 	for {
 		if rb == nil {
-			if inline && !x.p.mem.reserve(bufSize) {
+			if !x.p.mem.reserve(bufSize) {
 				x.handOff((*bodyTask)(x))
 				return true
 			}
 			rb = x.p.getBuf()
-			if !inline {
-				x.reserveBuf(hung)
-			}
 		}
 		var n int
 		var rerr error
-		if inline && x.call.interrupted.Load() {
+		if x.call.Interrupted() {
 			rerr = os.ErrDeadlineExceeded // the read would end so at once
 		} else {
 			n, rerr = resp.Body.Read(*rb)
@@ -279,12 +299,45 @@ func (x *exchange) readBody(resp *http.Response, inline bool, wait time.Time) (h
 		if n > 0 && x.state != abandoned {
 			rb = x.appendLocked(rb, n)
 		}
-		if inline && errors.Is(rerr, os.ErrDeadlineExceeded) {
+		x.mu.Unlock()
+		switch {
+		case errors.Is(rerr, os.ErrDeadlineExceeded):
 			// The budget is spent with the body still coming: the rest
 			// is read on a runner, the handler answers 504.
-			x.mu.Unlock()
 			x.handOff((*bodyTask)(x))
 			return true
+		case rerr == io.EOF:
+			x.finish(resp, nil, hung)
+			return false
+		case rerr != nil:
+			x.finish(resp, rerr, hung)
+			return false
+		}
+	}
+}
+
+// readBody reads resp's body on a runner until the worker has finished,
+// then finishes the exchange. It waits for the handler to take what is
+// read when more than x.limit waits for it, and for memory to read into
+// (reserveBuf).
+func (x *exchange) readBody(resp *http.Response) {
+	hung := x.hung
+	var rb *[]byte // the buffer read into; its memory is reserved
+	defer func() {
+		if rb != nil {
+			x.p.dropBuf(rb)
+		}
+	}()
+	for {
+		if rb == nil {
+			rb = x.p.getBuf()
+			x.reserveBuf(hung)
+		}
+		n, rerr := resp.Body.Read(*rb)
+		x.rearm(hung)
+		x.mu.Lock()
+		if n > 0 && x.state != abandoned {
+			rb = x.appendLocked(rb, n)
 		}
 		if rerr != nil {
 			x.mu.Unlock()
@@ -292,7 +345,7 @@ func (x *exchange) readBody(resp *http.Response, inline bool, wait time.Time) (h
 				rerr = nil
 			}
 			x.finish(resp, rerr, hung)
-			return false
+			return
 		}
 		// More than limit is waiting for the client: stop reading, so that
 		// the worker finishes no sooner than the client lets it.
@@ -320,8 +373,9 @@ func (x *exchange) takeResponse(resp *http.Response) {
 	if v, ok := resp.Header[HeaderSaturation]; ok {
 		delete(resp.Header, HeaderSaturation)
 		x.reported = true
+		x.sat = math.NaN()
 		if len(v) == 1 {
-			x.sat, x.satOK = parseSaturation(v[0])
+			x.sat = parseSaturation(v[0])
 		}
 	}
 	x.mu.Lock()
@@ -359,11 +413,11 @@ func (x *exchange) appendLocked(rb *[]byte, n int) *[]byte {
 	return rb
 }
 
-// reserveBuf reserves the memory of the buffer run is about to read into.
-// Over the budget, the response is relayed as a stream from then on, and
-// run waits until the client has taken what is held; the one buffer to
-// read into is then taken whatever the budget, or the response could not
-// be relayed at all.
+// reserveBuf reserves the memory of the buffer readBody is about to read
+// into. Over the budget, the response is relayed as a stream from then
+// on, and readBody waits until the client has taken what is held; the one
+// buffer to read into is then taken whatever the budget, or the response
+// could not be relayed at all.
 func (x *exchange) reserveBuf(hung *time.Timer) {
 	for !x.p.mem.reserve(bufSize) {
 		x.mu.Lock()
@@ -406,7 +460,7 @@ func (x *exchange) finish(resp *http.Response, err error, hung *time.Timer) {
 		resp.Body.Close()
 	}
 	x.body.release() // the transport is done with it
-	aerr := x.call.aborted()
+	aerr := x.call.Err()
 	wasHung := aerr == errHung
 	if wasHung || (err != nil && aerr != nil) {
 		err = aerr // why the connection was closed, not what the read saw
@@ -425,7 +479,7 @@ func (x *exchange) finish(resp *http.Response, err error, hung *time.Timer) {
 	rtt := now.Sub(x.start)
 	if !detached {
 		p.pool.complete(e, completion{done: err == nil, rtt: rtt, dropped: late,
-			reported: x.reported, sat: x.sat, satOK: x.satOK})
+			reported: x.reported, sat: x.sat})
 	}
 
 	x.mu.Lock()
@@ -504,227 +558,20 @@ func (x *exchange) readyLocked() bool {
 	return x.stream && x.pending > 0
 }
 
-// abandonLocked leaves the response to run, which reads it to the end and
-// discards it; or, for a stream, which may never end, closes the worker's
-// connection at once, so that the worker learns its client left and the
-// slot is freed (a buffered response is a render that may be finishing:
-// it keeps its slot until it has). REQUIRES x.mu held.
+// abandonLocked leaves the response to the worker side, which reads it
+// to the end and discards it; or, for a stream, which may never end,
+// closes the worker's connection at once, so that the worker learns its
+// client left and the slot is freed (a buffered response is a render that
+// may be finishing: it keeps its slot until it has). REQUIRES x.mu held.
 func (x *exchange) abandonLocked() {
 	if x.stream && !x.done {
-		x.call.abort(errClientGone)
+		x.call.Abort(errClientGone)
 	}
 	x.state = abandoned
 	for _, c := range x.chunks {
 		x.p.dropBuf(c.buf)
 	}
 	x.chunks, x.pending = nil, 0
-}
-
-// spent is a budget that ran out: await's zero budget.
-var spent = func() <-chan time.Time {
-	c := make(chan time.Time)
-	close(c)
-	return c
-}()
-
-// serve runs x and waits for the handler's next step, as await. It runs
-// x on the handler's goroutine (runInline) unless the request's body is
-// written apart (a large one), and then awaits what is left, if anything.
-// A client that left while x ran inline is told of as await would
-// (outcomeGone), the response wasted.
-func (x *exchange) serve(ctx context.Context, w http.ResponseWriter, budget time.Duration) outcome {
-	if x.body != nil && x.body.n > syncWriteMax {
-		x.p.runs.start(x)
-		return x.await(ctx, w, budget)
-	}
-	var wait time.Time
-	if budget >= 0 {
-		wait = x.start.Add(budget)
-	}
-	// A client that leaves frees the handler at once, as await would.
-	x.call.beginInline(wait)
-	stop := context.AfterFunc(ctx, x.call.interrupt)
-	handedOff := x.runInline(w, wait)
-	stop()
-	if handedOff {
-		if budget >= 0 {
-			budget = max(time.Until(wait), 0) // what is left; 0: spent
-		}
-		return x.await(ctx, w, budget)
-	}
-	x.call.endInline()
-	if ctx.Err() != nil {
-		x.mu.Lock()
-		failed, served := x.failed, x.err == nil
-		if !failed {
-			x.abandonLocked()
-		}
-		x.mu.Unlock()
-		if !failed {
-			if served {
-				x.p.wasted.Add(1)
-			}
-			return outcomeGone
-		}
-	}
-	return x.await(ctx, w, budget)
-}
-
-// await waits for the handler's next step: the first batch of the response
-// is ready, the exchange failed before it (the permit is then the
-// handler's), the budget ran out (negative: none; zero: spent already),
-// or the client left.
-func (x *exchange) await(ctx context.Context, w http.ResponseWriter, budget time.Duration) outcome {
-	var expired <-chan time.Time
-	switch {
-	case budget == 0:
-		expired = spent
-	case budget > 0:
-		t := time.NewTimer(budget)
-		defer t.Stop()
-		expired = t.C
-	}
-	for {
-		late, gone := false, false
-		select {
-		case <-x.notify:
-		case <-expired:
-			late = true
-		case <-ctx.Done():
-			gone = true
-		}
-		x.mu.Lock()
-		if infos := x.infos; len(infos) > 0 {
-			x.infos = nil
-			x.mu.Unlock()
-			writeInfos(w, infos) // before the final response, on this goroutine
-			x.mu.Lock()
-		}
-		switch {
-		case x.failed:
-			x.mu.Unlock()
-			return outcomeFailed
-		case x.readyLocked():
-			x.state = delivered
-			x.mu.Unlock()
-			return outcomeRelay
-		case late || gone:
-			x.abandonLocked()
-			x.timedOut = late
-			x.mu.Unlock()
-			signal(x.space)
-			if late {
-				return outcomeTimeout
-			}
-			return outcomeGone
-		}
-		x.mu.Unlock()
-	}
-}
-
-// relay writes x's response to the client as it arrives, flushing after
-// each batch while more is to come.
-func (p *Proxy) relay(w http.ResponseWriter, r *http.Request, x *exchange) {
-	x.mu.Lock()
-	resp := x.resp
-	complete := x.done && x.err == nil
-	total := x.pending
-	trailers := x.trailers
-	x.mu.Unlock()
-
-	if complete && resp.StatusCode >= 500 && p.workerErrorFallback(w, r, x) {
-		return
-	}
-	if complete {
-		trailers = trailerNames(resp.Trailer) // all of them, announced or not
-	}
-	ok, stopHold := x.holdStream()
-	if stopHold != nil {
-		defer stopHold()
-	}
-	if !ok {
-		p.refuseStream(w, x)
-		return
-	}
-	copyResponseHeader(w.Header(), resp.Header)
-	if len(trailers) > 0 {
-		w.Header()["Trailer"] = trailers
-	} else if complete && resp.ContentLength < 0 && bodyAllowed(r.Method, resp.StatusCode) {
-		w.Header().Set("Content-Length", strconv.Itoa(total))
-	}
-	w.WriteHeader(resp.StatusCode)
-	rc := http.NewResponseController(w)
-	first := true
-	for {
-		n, done, err, werr := x.sendChunks(w)
-		switch {
-		case werr != nil:
-			return // the client left: abandoned (a stream's worker connection closed)
-		case done && (err == errStreamIdle || err == errStreamTimeout):
-			// Cut at its bound: the client's connection is cut too, so
-			// that the stream does not pass for a complete one.
-			p.log.Info("proxy: stream cut at its bound", slog.Int("worker", x.ep.ID),
-				slog.String("path", r.URL.Path), slog.Any("error", err))
-			panic(http.ErrAbortHandler)
-		case done && err != nil:
-			// The worker failed mid-response: cut the client's connection
-			// rather than let a truncated body pass for a complete one.
-			p.aborted.Add(1)
-			p.log.Warn("proxy: worker failed mid-response", slog.Int("worker", x.ep.ID),
-				slog.String("path", r.URL.Path), slog.Any("error", err))
-			panic(http.ErrAbortHandler)
-		case done:
-			writeTrailers(w, resp, trailers)
-			return
-		}
-		if n > 0 || first {
-			_ = rc.Flush()
-		}
-		first = false
-		select {
-		case <-x.notify:
-		case <-r.Context().Done():
-			x.mu.Lock()
-			x.abandonLocked()
-			x.mu.Unlock()
-			signal(x.space)
-			return
-		}
-	}
-}
-
-// sendChunks writes to the client what the worker has sent so far, and
-// gives its memory back. It returns the bytes taken, whether the worker
-// had finished when they were taken and with what error, and the client's
-// write error (the exchange is then abandoned).
-func (x *exchange) sendChunks(w http.ResponseWriter) (n int, done bool, err, werr error) {
-	x.mu.Lock()
-	chunks, done, err := x.chunks, x.done, x.err
-	x.chunks = nil
-	x.mu.Unlock()
-
-	for _, c := range chunks {
-		if werr == nil {
-			_, werr = w.Write((*c.buf)[:c.n])
-		}
-		n += c.n
-		x.p.dropBuf(c.buf)
-	}
-	x.mu.Lock()
-	if werr != nil {
-		x.abandonLocked()
-	} else {
-		x.pending -= n
-	}
-	x.mu.Unlock()
-	signal(x.space)
-	return n, done, err, werr
-}
-
-// bodyAllowed reports whether a response to method with status may carry
-// a body (RFC 9110 6.4.1).
-func bodyAllowed(method string, status int) bool {
-	return method != http.MethodHead && status >= 200 && status != http.StatusNoContent && status != http.StatusNotModified
 }
 
 // isEventStream reports whether the media type of content-type ct is

@@ -13,6 +13,8 @@ import (
 	"github.com/sluicehq/sluice/admission"
 	"github.com/sluicehq/sluice/internal/poison"
 	"github.com/sluicehq/sluice/internal/supervisor"
+	"github.com/sluicehq/sluice/internal/upstream"
+	"github.com/sluicehq/sluice/limit"
 )
 
 // Defaults applied by New to zero fields of Options.
@@ -22,7 +24,7 @@ const (
 	DefaultHangGrace           = 10 * time.Second
 	DefaultMaxBodyBytes        = 10 << 20
 	DefaultBufferResponseBytes = 1 << 20
-	DefaultDialTimeout         = 2 * time.Second
+	DefaultDialTimeout         = upstream.DefaultDialTimeout
 	// DefaultMaxHeaderFields is Apache httpd's LimitRequestFields: a
 	// browser sends 10 to 20, a CDN adds about as many.
 	DefaultMaxHeaderFields = 100
@@ -34,10 +36,9 @@ const (
 	DefaultLookahead = 1
 	// MaxLookahead bounds Options.Lookahead.
 	MaxLookahead = 8
-	// DefaultIdleConnTimeout is shorter than Node.js's 5 s keepAliveTimeout,
-	// so that sluice, not the worker, closes an idle connection: a request
-	// is then never written into a connection the worker is closing.
-	DefaultIdleConnTimeout = 4 * time.Second
+	// DefaultIdleConnTimeout is upstream.DefaultIdleTimeout, shorter than
+	// Node.js's 5 s keepAliveTimeout.
+	DefaultIdleConnTimeout = upstream.DefaultIdleTimeout
 )
 
 // Options configure a Proxy. Only Controller is required; New replaces the
@@ -301,11 +302,11 @@ func (o Options) Validate() error {
 	if o.MaxIdleConnsPerWorker < 0 {
 		bad("MaxIdleConnsPerWorker %d is negative (0 means the worker's concurrency)", o.MaxIdleConnsPerWorker)
 	}
-	if w := o.WorkerLimit; !(w.MaxSaturation >= 0 && w.MaxSaturation <= 1) {
-		bad("WorkerLimit.MaxSaturation %v must be in (0, 1] (0 means the default)", w.MaxSaturation)
-	}
-	if o.WorkerLimit.Window < 0 {
-		bad("WorkerLimit.Window %v is negative (0 means the default)", o.WorkerLimit.Window)
+	wl := limit.WorkerOptions{MaxSaturation: o.WorkerLimit.MaxSaturation, Window: o.WorkerLimit.Window}
+	if err, ok := wl.Validate().(interface{ Unwrap() []error }); ok {
+		for _, e := range err.Unwrap() {
+			bad("WorkerLimit: %w", e)
+		}
 	}
 	for _, d := range []struct {
 		name string

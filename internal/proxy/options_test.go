@@ -35,7 +35,7 @@ func TestOptionsValidate(t *testing.T) {
 		SlowStart:             -time.Second,
 	}
 	fields := []string{"Controller", "PingPath", "Fallbacks[0].PathPrefix", "Fallbacks[0].Status", "Fallbacks[0].Props",
-		"MaxBufferedBytes", "MaxUpgrades", "Lookahead", "MaxStreams", "MaxIdleConnsPerWorker", "WorkerLimit.MaxSaturation", "WorkerLimit.Window",
+		"MaxBufferedBytes", "MaxUpgrades", "Lookahead", "MaxStreams", "MaxIdleConnsPerWorker", "WorkerLimit: limit: Worker MaxSaturation", "WorkerLimit: limit: Worker Window",
 		"DialTimeout", "IdleConnTimeout", "SlowStart"}
 	err = bad.Validate()
 	var joined interface{ Unwrap() []error }

@@ -29,13 +29,13 @@ type info struct {
 	h    http.Header
 }
 
-// gotInfo keeps a 1xx for the handler; run's goroutine calls it while
-// reading the response's header.
-func (x *exchange) gotInfo(code int, h http.Header) {
+// GotInfo keeps a 1xx for the handler; the goroutine reading the
+// response's header calls it (x is its call's upstream.InfoSink).
+func (x *exchange) GotInfo(code int, h http.Header) {
 	if code == http.StatusContinue || code == http.StatusSwitchingProtocols {
 		return
 	}
-	if x.inlineW != nil {
+	if x.side == onHandler {
 		// Read on the handler's goroutine (runInline): written at once.
 		writeInfos(x.inlineW, []info{{code, h}})
 		return

@@ -60,7 +60,7 @@ func (h *held) add(x *exchange) {
 // done forgets x, finished at now with err; one that failed after
 // reaching the worker is remembered for failedGrace.
 func (h *held) done(x *exchange, err error, now time.Time) {
-	failed := err != nil && x.call.wasSent()
+	failed := err != nil && x.call.Sent()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for i, o := range h.now {
@@ -85,7 +85,7 @@ func (h *held) suspects(now time.Time) []poison.Request {
 	defer h.mu.Unlock()
 	var reqs []poison.Request
 	for _, x := range h.now {
-		if x.call.reached() { // one not yet on a connection cannot have killed it
+		if x.call.Reached() { // one not yet on a connection cannot have killed it
 			reqs = append(reqs, poison.Request{Method: x.out.Method, Path: x.url.Path})
 		}
 	}
@@ -95,15 +95,6 @@ func (h *held) suspects(now time.Time) []poison.Request {
 		}
 	}
 	return reqs
-}
-
-// reached reports whether c's request may have reached its worker: it
-// was written, or it is on a connection now (being written, or awaiting
-// or reading its response; sent is settled only when that ends).
-func (c *call) reached() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.sent || c.conn != nil
 }
 
 // shapeTicket is a request's ticket from Options.Poison; Done is called
@@ -181,7 +172,7 @@ func (x *exchange) released(err error, now time.Time) {
 		return
 	}
 	x.ep.held.done(x, err, now)
-	if !x.call.wasSent() {
+	if !x.call.Sent() {
 		return // the handler tries another worker, or reports NotSent
 	}
 	if err != nil {

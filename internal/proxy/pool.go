@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/supervisor"
+	"github.com/sluicehq/sluice/internal/upstream"
+	"github.com/sluicehq/sluice/limit"
 )
 
 var (
@@ -19,8 +21,12 @@ var (
 // endpoint is a worker as the pool tracks it.
 type endpoint struct {
 	supervisor.Endpoint
-	host   string // the URL host of requests to it: their Host when the client sent none
-	client *workerClient
+	host string // the URL host of requests to it: their Host when the client sent none
+	// client is the connection to the worker. The proxy uses it through
+	// RoundTrip and Resume (with the exchange's upstream.Call), CloseIdle
+	// and Broken; a concrete type, not an interface, so that the call per
+	// request is a direct one.
+	client *upstream.Client
 	added  time.Time
 	demand *demandFeed // nil: the kernel is not asked (see Options.WorkerDemand)
 
@@ -29,11 +35,11 @@ type endpoint struct {
 
 	// Guarded by pool.mu.
 	outstanding int
-	limit       int          // requests it may hold now: Concurrency, or wl's
-	wl          *workerLimit // nil: the limit is fixed at Concurrency
-	lastSat     float64      // the last saturation it reported; -1: none
-	satSource   string       // where lastSat came from: "worker" or "kernel"
-	routable    bool         // neither draining nor removed
+	limit       int           // requests it may hold now: Concurrency, or wl's
+	wl          *limit.Worker // nil: the limit is fixed at Concurrency
+	lastSat     float64       // the last saturation it reported; -1: none
+	satSource   string        // where lastSat came from: "worker" or "kernel"
+	routable    bool          // neither draining nor removed
 	draining    bool
 	removed     bool
 	hung        bool      // found hung: out of rotation until removed
@@ -143,7 +149,7 @@ func (p *pool) pickLocked(now time.Time, exclude []int) *endpoint {
 	if best != nil {
 		best.outstanding++
 		if best.wl != nil {
-			best.wl.occupy(now, best.rendering())
+			best.wl.Occupy(now, best.rendering())
 		}
 		p.seq++
 		best.lastPick = p.seq
@@ -272,8 +278,7 @@ type completion struct {
 	rtt      time.Duration // how long it held the slot
 	dropped  bool          // its client was answered 504 first
 	reported bool          // the response carried HeaderSaturation
-	sat      float64       // its value, when readable
-	satOK    bool          // readable: a number in [0, 1]
+	sat      float64       // its value; NaN when it could not be read
 }
 
 // complete gives back a slot taken by take and lets the worker's limit
@@ -288,21 +293,19 @@ func (p *pool) complete(e *endpoint, c completion) {
 	now := time.Now()
 	e.outstanding--
 	if e.wl != nil {
-		e.wl.occupy(now, e.rendering())
+		e.wl.Occupy(now, e.rendering())
 		switch {
 		case c.reported:
-			e.wl.report(c.sat, c.satOK)
-			if c.satOK {
+			if e.wl.Report(c.sat) {
 				e.lastSat, e.satSource = c.sat, "worker"
 			}
-		case measured:
-			e.wl.report(kernel, true)
+		case measured && e.wl.Report(kernel):
 			e.lastSat, e.satSource = kernel, "kernel"
 		}
 		if c.done {
-			e.wl.complete(c.rtt, c.dropped)
+			e.wl.Complete(c.rtt, c.dropped)
 		}
-		if l, changed := e.wl.decide(now); changed {
+		if l, changed := e.wl.Decide(now); changed {
 			if e.routable {
 				p.slots += l - e.limit
 			}
@@ -367,7 +370,12 @@ func (p *pool) add(e *endpoint) bool {
 	e.limit, e.lastSat = e.Concurrency, -1
 	if e.Adaptive {
 		e.limit = p.startLimitLocked(e.Concurrency)
-		e.wl = newWorkerLimit(e.added, e.limit, e.Concurrency, p.wlOpts)
+		wl, err := limit.NewWorker(e.added, limit.WorkerOptions{Initial: e.limit, Max: e.Concurrency,
+			MaxSaturation: p.wlOpts.MaxSaturation, Window: p.wlOpts.Window})
+		if err != nil {
+			panic(err) // Options.Validate refused what NewWorker refuses
+		}
+		e.wl = wl
 	}
 	p.eps = append(p.eps, e)
 	p.byID[e.ID] = e

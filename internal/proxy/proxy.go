@@ -18,6 +18,8 @@ import (
 	"github.com/sluicehq/sluice/internal/poison"
 	"github.com/sluicehq/sluice/internal/reqinfo"
 	"github.com/sluicehq/sluice/internal/supervisor"
+	"github.com/sluicehq/sluice/internal/upstream"
+	"github.com/sluicehq/sluice/limit"
 )
 
 // Proxy is an http.Handler that sends each request to an idle worker slot,
@@ -108,7 +110,7 @@ func (p *Proxy) Add(e supervisor.Endpoint) {
 		if m := p.o.WorkerDemand(e); m != nil {
 			window := p.o.WorkerLimit.Window
 			if window == 0 {
-				window = DefaultWorkerLimitWindow
+				window = limit.WorkerWindow
 			}
 			ep.demand = newDemandFeed(m, window, ep.added)
 		}
@@ -133,7 +135,7 @@ func (p *Proxy) Drain(ctx context.Context, id int) error {
 // connections are closed. Requests in flight on it fail on their own.
 func (p *Proxy) Remove(id int) {
 	if e := p.pool.remove(id); e != nil {
-		e.client.closeIdle()
+		e.client.CloseIdle()
 		p.log.Info("proxy: endpoint removed", slog.Int("worker", id))
 	}
 }
@@ -148,12 +150,12 @@ func (p *Proxy) Ready() bool { return p.pool.ready() }
 // are not interrupted.
 func (p *Proxy) CloseIdleConnections() {
 	for _, e := range p.pool.endpoints() {
-		e.client.closeIdle()
+		e.client.CloseIdle()
 	}
 	p.runs.closeIdle()
 }
 
-func (p *Proxy) newClient(e supervisor.Endpoint) *workerClient {
+func (p *Proxy) newClient(e supervisor.Endpoint) *upstream.Client {
 	idle := p.o.MaxIdleConnsPerWorker
 	if idle == 0 {
 		// Concurrency and the lookahead are the most requests the worker
@@ -161,19 +163,23 @@ func (p *Proxy) newClient(e supervisor.Endpoint) *workerClient {
 		// connection each stays open.
 		idle = e.Concurrency + p.o.Lookahead
 	}
-	return &workerClient{
-		network:     e.Network,
-		addr:        e.Addr,
-		dial:        p.o.Dial,
-		dialTimeout: p.o.DialTimeout,
-		maxIdle:     idle,
-		idleTimeout: p.o.IdleConnTimeout,
-		unsolicited: func() { p.noteUnsolicited(e) },
+	cl, err := upstream.New(upstream.Options{
+		Network:     e.Network,
+		Addr:        e.Addr,
+		Dial:        p.o.Dial,
+		DialTimeout: p.o.DialTimeout,
+		MaxIdle:     idle,
+		IdleTimeout: p.o.IdleConnTimeout,
+		Unsolicited: func() { p.noteUnsolicited(e) },
+	})
+	if err != nil {
+		panic(err) // Options.Validate refused what upstream.New refuses
 	}
+	return cl
 }
 
 // noteUnsolicited counts a worker's bytes outside any response (see
-// workerClient.look) and logs it, at most once a second.
+// the upstream package's doc) and logs it, at most once a second.
 func (p *Proxy) noteUnsolicited(e supervisor.Endpoint) {
 	n := p.unsolicited.Add(1)
 	now := time.Now().UnixNano()
@@ -269,7 +275,7 @@ func (p *Proxy) bodyError(w http.ResponseWriter, r *http.Request, err error) {
 
 // forward dispatches the admitted request, sending it to another worker
 // when its worker failed before any byte of it was written (a refused
-// dial, say), never once the request reached a worker (see sent.go). It
+// dial, say), never once the request reached a worker (upstream.Call.Sent). It
 // gives back permit, or hands it to the exchange that keeps the slot.
 func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, req admission.Request, b *body, permit admission.Permit, shape *shapeTicket) {
 	ctx := r.Context()
@@ -371,9 +377,9 @@ func (p *Proxy) mayRetry(w http.ResponseWriter, r *http.Request, ep *endpoint, x
 	if dialErr {
 		p.pool.unreachable(ep, time.Now())
 	}
-	if x.call.wasSent() {
+	if x.call.Sent() {
 		// The worker may have acted on it, or died of it: never a
-		// second worker (see sent.go).
+		// second worker (see the package doc, Failures).
 		permit.Release()
 		p.fail(w, r, x.err)
 		return false
@@ -425,7 +431,7 @@ func (p *Proxy) dispatch(r *http.Request, ep *endpoint, hdr http.Header, b *body
 		Body:       http.NoBody,
 	}
 	x.req = &x.out
-	x.call.info = x
+	x.call.Info = x
 	if b != nil && b.n > 0 {
 		x.body = b
 		b.retain() // released by the exchange's finish

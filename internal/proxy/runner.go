@@ -32,7 +32,7 @@ const (
 	// runnerIdle is how long a runner waits for work before it exits.
 	runnerIdle = 5 * time.Second
 	// maxIdleRunners bounds the parked runners: the exchanges of a burst
-	// beyond it end their goroutines as before.
+	// beyond it end their goroutines when done.
 	maxIdleRunners = 1024
 )
 
@@ -111,7 +111,7 @@ func (rs *runners) unpark(r *runner) bool {
 }
 
 // closeIdle ends the parked runners. Runners busy now park when they are
-// done, as before.
+// done.
 func (rs *runners) closeIdle() {
 	rs.mu.Lock()
 	idle := rs.idle

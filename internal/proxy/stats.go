@@ -181,10 +181,10 @@ func (p *Proxy) Stats() Stats {
 			Served:           e.served.Load(),
 			Failures:         e.failures.Load(),
 
-			FramingBroken: e.client.broken.Load(),
+			FramingBroken: e.client.Broken(),
 		})
 		if e.wl != nil {
-			st.Endpoints[len(st.Endpoints)-1].BadReports = e.wl.badReport
+			st.Endpoints[len(st.Endpoints)-1].BadReports = e.wl.BadReports()
 		}
 	}
 	p.pool.mu.Unlock()

@@ -112,7 +112,7 @@ func (x *exchange) boundStreamLocked() {
 		x.hung.Stop()
 	}
 	if total > 0 {
-		x.streamEnd = time.AfterFunc(total, func() { x.call.abort(errStreamTimeout) })
+		x.streamEnd = time.AfterFunc(total, func() { x.call.Abort(errStreamTimeout) })
 	}
 }
 
@@ -160,7 +160,7 @@ func (x *exchange) holdStream() (ok bool, stop func() bool) {
 // refuseStream answers 503 for an event stream refused at MaxStreams,
 // and closes its worker's connection.
 func (p *Proxy) refuseStream(w http.ResponseWriter, x *exchange) {
-	x.call.abort(errTooManyStreams)
+	x.call.Abort(errTooManyStreams)
 	x.mu.Lock()
 	x.abandonLocked()
 	x.mu.Unlock()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluicehq/sluice/admission"
 	"github.com/sluicehq/sluice/internal/reqinfo"
+	"github.com/sluicehq/sluice/internal/upstream"
 )
 
 // Upgrades. A request that asks to switch protocols (WebSocket, say) is
@@ -235,7 +236,7 @@ func (p *Proxy) upgradeTo(w http.ResponseWriter, r *http.Request, ep *endpoint) 
 	}()
 	out := p.upgradeRequest(r, ep)
 	_ = nc.SetDeadline(time.Now().Add(upgradeTimeout))
-	if err := writeRequest(&workerConn{c: &countingConn{Conn: nc}}, out); err != nil {
+	if err := upstream.WriteRequest(nc, out); err != nil {
 		return nil, err
 	}
 	br := bufio.NewReaderSize(nc, 4<<10)

@@ -1,4 +1,4 @@
-package proxy
+package upstream
 
 import (
 	"bufio"
@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// writeRequest sends what Request.Write sends, as a server reads it: the
+// WriteRequest sends what Request.Write sends, as a server reads it: the
 // method, target, Host, headers (User-Agent: Go's when absent, none when
 // empty), Content-Length as net/http decides it, and the body.
 func TestWriteRequestMatchesRequestWrite(t *testing.T) {
@@ -62,7 +62,7 @@ func TestWriteRequestMatchesRequestWrite(t *testing.T) {
 	}
 }
 
-// writeToBuffer runs writeRequest into a pipe and returns what it wrote.
+// writeToBuffer runs WriteRequest into a pipe and returns what it wrote.
 func writeToBuffer(t *testing.T, r *http.Request) []byte {
 	a, b := net.Pipe()
 	defer b.Close()
@@ -71,7 +71,7 @@ func writeToBuffer(t *testing.T, r *http.Request) []byte {
 		out, _ := io.ReadAll(b)
 		done <- out
 	}()
-	if err := writeRequest(&workerConn{c: &countingConn{Conn: a}}, r); err != nil {
+	if err := WriteRequest(a, r); err != nil {
 		t.Fatal(err)
 	}
 	a.Close()
@@ -118,9 +118,9 @@ func TestClosedIdleConnectionNotReused(t *testing.T) {
 			c.Close()
 		}
 	}()
-	cl := &workerClient{network: "tcp", addr: ln.Addr().String(), dial: (&net.Dialer{}).DialContext,
+	cl := &Client{network: "tcp", addr: ln.Addr().String(), dial: (&net.Dialer{}).DialContext,
 		dialTimeout: time.Second, maxIdle: 4, idleTimeout: time.Minute}
-	defer cl.closeIdle()
+	defer cl.CloseIdle()
 	if _, err := doCall(cl, http.MethodGet); err != nil {
 		t.Fatalf("first request: %v", err)
 	}
@@ -138,7 +138,7 @@ func TestClosedIdleConnectionNotReused(t *testing.T) {
 	if err != nil {
 		t.Fatalf("POST after the idle close: %v, want it answered on a fresh connection", err)
 	}
-	if !c.wasSent() {
+	if !c.Sent() {
 		t.Error("got not sent, want sent")
 	}
 	if got := []string{<-methods, <-methods}; got[1] != http.MethodPost {
@@ -150,7 +150,7 @@ func TestClosedIdleConnectionNotReused(t *testing.T) {
 // connection: one peek that never waits, on a loopback socket with
 // nothing to read.
 //
-//	go test ./internal/proxy -run '^$' -bench BenchmarkIdleLook -count 6
+//	go test ./internal/upstream -run '^$' -bench BenchmarkIdleLook -count 6
 func BenchmarkIdleLook(b *testing.B) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -170,7 +170,7 @@ func BenchmarkIdleLook(b *testing.B) {
 	if c := <-accepted; c != nil {
 		defer c.Close()
 	}
-	wc := newWorkerConn(nc)
+	wc := newConn(nc)
 	b.ReportAllocs()
 	for b.Loop() {
 		if wc.look() != idleQuiet {
@@ -230,7 +230,7 @@ func TestIdleLook(t *testing.T) {
 			if err := <-sent; err != nil {
 				t.Fatal(err)
 			}
-			wc := newWorkerConn(nc)
+			wc := newConn(nc)
 			// The bytes reach this end asynchronously: look until they
 			// have, bounded.
 			got := wc.look()

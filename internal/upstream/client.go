@@ -1,4 +1,4 @@
-package proxy
+package upstream
 
 import (
 	"bufio"
@@ -19,44 +19,33 @@ import (
 	"time"
 )
 
-// workerClient speaks HTTP/1.1 to one worker over kept-alive connections.
-// It stands where net/http's Transport stood, for two reasons the profile
-// of a loaded front gave. The Transport runs a reader and a writer
-// goroutine per connection, so each request crosses three goroutines and
-// wakes the scheduler at every hand-off; here the exchange's own goroutine
-// writes the request and reads the response. And it knows, byte for byte,
-// whether a request reached its worker (see sent.go), where the Transport
-// could only be asked through httptrace and a context per request.
+// Client speaks HTTP/1.1 to one upstream over kept-alive connections.
 //
-// Responses are parsed by net/http itself (ReadResponse), so their framing
-// is the Transport's: Content-Length, chunked and close-delimited bodies,
-// HEAD, 1xx, Connection: close. Requests are written as Request.Write
-// writes them (writeRequest), without its formatting and allocations.
-// Safe for concurrent use.
-type workerClient struct {
+// Create one with New; the zero value is not usable. Safe for concurrent
+// use. A Client holds no goroutine: its idle connections are closed by a
+// timer, and CloseIdle closes them at once.
+type Client struct {
 	network, addr string
 	dial          func(ctx context.Context, network, addr string) (net.Conn, error)
 	dialTimeout   time.Duration
 	maxIdle       int
 	idleTimeout   time.Duration
-	// unsolicited, when set, is told each time the worker is found to
-	// have sent bytes outside any response.
-	unsolicited func()
+	unsolicited   func() // Options.Unsolicited
 
-	// broken is set once the worker sent bytes outside a response: its
+	// broken is set once the upstream sent bytes outside a response: its
 	// framing cannot be trusted, and none of its connections is reused.
 	broken atomic.Bool
 
 	mu    sync.Mutex
-	idle  []*workerConn // the most recently used last
-	sweep *time.Timer   // closes connections idle past idleTimeout
-	armed bool          // sweep is set to fire
+	idle  []*conn     // the most recently used last
+	sweep *time.Timer // closes connections idle past idleTimeout
+	armed bool        // sweep is set to fire
 }
 
-// workerConn is a connection to a worker. Its buffers are pooled: taken
+// conn is a connection to the upstream. Its buffers are pooled: taken
 // for a request and given back with the connection, so that an idle
 // connection holds nothing but its socket.
-type workerConn struct {
+type conn struct {
 	c      *countingConn
 	lr     io.LimitedReader // between c and br: bounds a response's header
 	br     *bufio.Reader
@@ -77,51 +66,65 @@ type idleState uint8
 
 const (
 	idleQuiet       idleState = iota // nothing to read: it may carry a request
-	idleClosed                       // end of file or an error: the worker closed it
-	idleUnsolicited                  // bytes the worker sent outside any response
+	idleClosed                       // end of file or an error: the upstream closed it
+	idleUnsolicited                  // bytes the upstream sent outside any response
 )
 
 const (
-	// maxResponseHeader bounds the header of a worker's response, as the
+	// maxResponseHeader bounds the header of an upstream's response, as the
 	// Transport's default MaxResponseHeaderBytes did.
 	maxResponseHeader = 10 << 20
 	// max1xx bounds the informational responses before the final one, as
 	// the Transport does.
 	max1xx = 5
-	// syncWriteMax is the largest request body written before the response
-	// is read, on the exchange's goroutine. A larger body is written by a
-	// goroutine of its own while the response is read: a worker may answer
-	// (or stream its answer) before it has read the whole body, and
-	// neither side must wait for the other's buffers to drain.
-	syncWriteMax = 4 << 10
+	// bufSize is the size of a connection's read and write buffers, taken
+	// from pools for a request: a request of the front's usual size is one
+	// write.
+	bufSize = 32 << 10
 )
+
+// SyncWriteMax is the largest request body written before the response is
+// read, on the caller's goroutine. A larger body is written by a goroutine
+// of its own while the response is read: an upstream may answer (or
+// stream its answer) before it has read the whole body, and neither side
+// must wait for the other's buffers to drain. A call whose body is larger
+// is never left pending (ErrPending).
+const SyncWriteMax = 4 << 10
 
 var (
 	readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, bufSize) }}
 	writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, bufSize) }}
 )
 
-var errHeaderTooLarge = fmt.Errorf("proxy: worker's response header over %d bytes", maxResponseHeader)
+var errHeaderTooLarge = fmt.Errorf("upstream: response header over %d bytes", maxResponseHeader)
 
-// roundTrip sends req on a kept-alive connection, or a new one, and reads
+// RoundTrip sends req on a kept-alive connection, or a new one, and reads
 // the response's header. The response's body gives the connection back
 // when it is read to the end, or closes it when closed before. c is how
-// the request may be aborted, and records whether any of it was sent.
+// the request may be aborted from another goroutine, and records whether
+// any of it was sent; a Call serves one request.
+//
+// req is written as Request.Write writes it, framed by its ContentLength:
+// its Body must hold that many bytes, and GetBody, when set, gives them
+// again for a replay. 1xx responses before the final one are told to
+// c.Info. On the caller's goroutine (Call.BeginInline), RoundTrip returns
+// ErrPending when the upstream has not begun to answer by the call's
+// wait: Resume then reads the response.
 //
 // A request that fails on a reused connection before any byte of the
 // response came is sent once more on a fresh connection to the same
-// worker when none of it was written, or when it is replayable (GET, HEAD,
-// OPTIONS, TRACE, or an Idempotency-Key): the connection was likely closed
-// by the worker while idle. The Transport made the same replay.
-func (cl *workerClient) roundTrip(c *call, req *http.Request, bodyLen int64) (*http.Response, error) {
+// upstream when none of it was written, or when it is replayable (GET,
+// HEAD, OPTIONS, TRACE, or an Idempotency-Key): the connection was likely
+// closed by the upstream while idle. The Transport made the same replay.
+func (cl *Client) RoundTrip(c *Call, req *http.Request) (*http.Response, error) {
 	fresh := false
 	for {
 		wc, reused, err := cl.get(c, fresh)
 		if err != nil {
 			return nil, err
 		}
-		resp, retry, err := cl.send(c, wc, req, bodyLen, reused)
-		if err == nil || !retry || err == errPending {
+		resp, retry, err := cl.send(c, wc, req, reused)
+		if err == nil || !retry || err == ErrPending {
 			return resp, err
 		}
 		if req.GetBody != nil {
@@ -135,36 +138,37 @@ func (cl *workerClient) roundTrip(c *call, req *http.Request, bodyLen int64) (*h
 
 // send writes req on wc and reads the response's header. On failure it
 // closes wc and reports whether the request may be sent again (see
-// roundTrip).
-func (cl *workerClient) send(c *call, wc *workerConn, req *http.Request, bodyLen int64, reused bool) (*http.Response, bool, error) {
+// RoundTrip).
+func (cl *Client) send(c *Call, wc *conn, req *http.Request, reused bool) (*http.Response, bool, error) {
 	if !c.use(wc) {
 		wc.c.Close()
-		return nil, false, c.aborted()
+		return nil, false, c.Err()
 	}
 	w0, r0 := wc.c.written.Load(), wc.c.read.Load()
 	var wdone chan error // the writer's result, when it runs apart
 	var werr error
-	if bodyLen > syncWriteMax {
+	if req.ContentLength > SyncWriteMax {
 		wdone = make(chan error, 1)
-		go func() { wdone <- writeRequest(wc, req) }()
+		go func() { wdone <- WriteRequest(wc.c, req) }()
 	} else {
-		werr = writeRequest(wc, req)
+		werr = WriteRequest(wc.c, req)
 	}
 	if werr == nil && c.inline && wdone == nil && awaitFirstByte(c, wc) {
 		c.pending = &pendingSend{wc: wc, w0: w0, r0: r0}
-		return nil, false, errPending
+		return nil, false, ErrPending
 	}
 	return cl.receive(c, wc, req, werr, wdone, w0, r0, reused)
 }
 
-// errPending is roundTrip's answer, for a call with a wait, when the
-// worker has not begun to answer by then: the connection stays in use,
-// and resume reads the response.
-var errPending = errors.New("proxy: the worker has not answered yet")
+// ErrPending is RoundTrip's answer, for a call on the caller's goroutine
+// (Call.BeginInline), when the upstream has not begun to answer by the
+// call's wait or the call was interrupted: the connection stays in use,
+// and Resume reads the response.
+var ErrPending = errors.New("upstream: no answer yet")
 
 // pendingSend is a request written whose response has not begun.
 type pendingSend struct {
-	wc     *workerConn
+	wc     *conn
 	w0, r0 int64
 }
 
@@ -172,7 +176,7 @@ type pendingSend struct {
 // c's wait passes (zero: no bound), or c is interrupted; true means one of
 // the last two with nothing read, so that the response can be read whole
 // later, on another goroutine.
-func awaitFirstByte(c *call, wc *workerConn) bool {
+func awaitFirstByte(c *Call, wc *conn) bool {
 	if wc.br.Buffered() > 0 {
 		return false
 	}
@@ -186,8 +190,9 @@ func awaitFirstByte(c *call, wc *workerConn) bool {
 	return errors.Is(err, os.ErrDeadlineExceeded) && wc.br.Buffered() == 0
 }
 
-// resume reads the response to a request roundTrip left pending.
-func (cl *workerClient) resume(c *call, req *http.Request) (*http.Response, error) {
+// Resume reads the response to req, which RoundTrip left pending
+// (ErrPending) on c, as RoundTrip would have.
+func (cl *Client) Resume(c *Call, req *http.Request) (*http.Response, error) {
 	ps := c.pending
 	c.pending = nil
 	resp, _, err := cl.receive(c, ps.wc, req, nil, nil, ps.w0, ps.r0, false)
@@ -197,16 +202,16 @@ func (cl *workerClient) resume(c *call, req *http.Request) (*http.Response, erro
 // receive reads the response to req, written on wc (werr: how the write
 // failed; wdone: the writer running apart), and settles the connection as
 // send describes.
-func (cl *workerClient) receive(c *call, wc *workerConn, req *http.Request, werr error, wdone chan error, w0, r0 int64, reused bool) (*http.Response, bool, error) {
+func (cl *Client) receive(c *Call, wc *conn, req *http.Request, werr error, wdone chan error, w0, r0 int64, reused bool) (*http.Response, bool, error) {
 	var resp *http.Response
 	var rerr error
 	if werr == nil {
-		resp, rerr = readResponse(wc, req, c.info)
+		resp, rerr = readResponse(wc, req, c.Info)
 	}
 	if werr == nil && rerr == nil {
-		c.markSent() // the worker answered: it had the request
+		c.markSent() // the upstream answered: it had the request
 		keep := !resp.Close && !req.Close && resp.StatusCode != http.StatusSwitchingProtocols
-		resp.Body = &workerBody{cl: cl, c: c, wc: wc, body: resp.Body, keep: keep, wdone: wdone}
+		resp.Body = &respBody{cl: cl, c: c, wc: wc, body: resp.Body, keep: keep, wdone: wdone}
 		return resp, false, nil
 	}
 	cl.release(c, wc, false)
@@ -216,7 +221,7 @@ func (cl *workerClient) receive(c *call, wc *workerConn, req *http.Request, werr
 	if wc.c.written.Load() != w0 {
 		c.markSent()
 	}
-	if err := c.aborted(); err != nil {
+	if err := c.Err(); err != nil {
 		return nil, false, err
 	}
 	answered := wc.c.read.Load() != r0
@@ -249,20 +254,21 @@ func replayable(req *http.Request) bool {
 	return a || b
 }
 
-// writeRequest writes req whole, in one write when it fits the buffer:
-// what Request.Write sends for the requests dispatch makes (Host first, no
-// User-Agent of Go's own when the header is there and empty, Content-Length
-// as net/http sends it), without its formatting, sorting and allocations.
-func writeRequest(wc *workerConn, req *http.Request) error {
+// WriteRequest writes req to w whole, in one write when it fits the
+// buffer: what Request.Write sends for a request with its body buffered
+// (Host first, no User-Agent of Go's own when the header is there and
+// empty, Content-Length as net/http sends it, no Transfer-Encoding or
+// Trailer), without its formatting, sorting and allocations.
+func WriteRequest(w io.Writer, req *http.Request) error {
 	host := req.Host
 	if host == "" {
 		host = req.URL.Host
 	}
 	if strings.ContainsAny(host, " \t\r\n") {
-		return fmt.Errorf("proxy: invalid Host %q", host)
+		return fmt.Errorf("upstream: invalid Host %q", host)
 	}
 	bw := writers.Get().(*bufio.Writer)
-	bw.Reset(wc.c)
+	bw.Reset(w)
 	defer func() {
 		bw.Reset(nil)
 		writers.Put(bw)
@@ -294,7 +300,7 @@ func writeRequest(wc *workerConn, req *http.Request) error {
 	if req.ContentLength > 0 {
 		n, err := io.Copy(bw, req.Body)
 		if err == nil && n != req.ContentLength {
-			err = fmt.Errorf("proxy: request body of %d bytes, want %d", n, req.ContentLength)
+			err = fmt.Errorf("upstream: request body of %d bytes, want %d", n, req.ContentLength)
 		}
 		if err != nil {
 			return err
@@ -303,7 +309,7 @@ func writeRequest(wc *workerConn, req *http.Request) error {
 	return bw.Flush()
 }
 
-// writeFields writes h's fields but those writeRequest writes itself or
+// writeFields writes h's fields but those WriteRequest writes itself or
 // leaves out (skipHeader), a line per value.
 func writeFields(bw *bufio.Writer, h http.Header) {
 	for k, vv := range h {
@@ -366,7 +372,7 @@ func writeValue(bw *bufio.Writer, v string) {
 
 // readResponse reads the final response's header, skipping up to max1xx
 // informational ones, each told to info unless it is nil.
-func readResponse(wc *workerConn, req *http.Request, info infoSink) (*http.Response, error) {
+func readResponse(wc *conn, req *http.Request, info InfoSink) (*http.Response, error) {
 	wc.lr.N = maxResponseHeader + bufSize
 	defer func() { wc.lr.N = math.MaxInt64 }()
 	for range max1xx + 1 {
@@ -381,15 +387,15 @@ func readResponse(wc *workerConn, req *http.Request, info infoSink) (*http.Respo
 			return resp, nil
 		}
 		if info != nil {
-			info.gotInfo(resp.StatusCode, resp.Header)
+			info.GotInfo(resp.StatusCode, resp.Header)
 		}
 	}
-	return nil, errors.New("proxy: worker sent too many 1xx responses")
+	return nil, errors.New("upstream: too many 1xx responses")
 }
 
 // get returns an idle connection (reused) or, when there is none that is
 // still open or fresh is set, a new one.
-func (cl *workerClient) get(c *call, fresh bool) (wc *workerConn, reused bool, err error) {
+func (cl *Client) get(c *Call, fresh bool) (wc *conn, reused bool, err error) {
 	for !fresh {
 		now := time.Now()
 		if wc = cl.popIdle(now); wc == nil {
@@ -407,23 +413,23 @@ func (cl *workerClient) get(c *call, fresh bool) (wc *workerConn, reused bool, e
 	ctx, cancel := context.WithTimeout(context.Background(), cl.dialTimeout)
 	defer cancel()
 	if !c.dialing(cancel) {
-		return nil, false, c.aborted()
+		return nil, false, c.Err()
 	}
 	nc, err := cl.dial(ctx, cl.network, cl.addr)
 	c.dialing(nil)
 	if err != nil {
-		if aerr := c.aborted(); aerr != nil {
+		if aerr := c.Err(); aerr != nil {
 			return nil, false, aerr
 		}
 		return nil, false, err
 	}
-	wc = newWorkerConn(nc)
+	wc = newConn(nc)
 	wc.take()
 	return wc, false, nil
 }
 
 // take gives wc a read buffer for a request.
-func (wc *workerConn) take() {
+func (wc *conn) take() {
 	wc.lr = io.LimitedReader{R: wc.c, N: math.MaxInt64}
 	wc.br = readers.Get().(*bufio.Reader)
 	wc.br.Reset(&wc.lr)
@@ -431,7 +437,7 @@ func (wc *workerConn) take() {
 
 // idleReady gives wc's read buffer back, and reports whether wc may carry
 // another request: nothing unread is left in it.
-func (wc *workerConn) idleReady() bool {
+func (wc *conn) idleReady() bool {
 	clean := wc.br.Buffered() == 0
 	wc.br.Reset(nil)
 	readers.Put(wc.br)
@@ -443,16 +449,16 @@ func (wc *workerConn) idleReady() bool {
 // a peek that never waits, just before the request is written, finds
 // nothing to read (idleQuiet), or the end of file (idleClosed), or bytes
 // (idleUnsolicited). Bytes on an idle connection are no answer to any
-// request: they are what is left of an earlier response whose worker
+// request: they are what is left of an earlier response whose upstream
 // wrote past its framing (a Content-Length too short, then a later
 // write), and the next request's response would begin with them. So every
-// reuse is looked at, however short the idle time: a worker's stray write
+// reuse is looked at, however short the idle time: an upstream's stray write
 // may come at any time after the response's end. (The Transport learnt
 // the same from a read it kept pending on every idle connection; nginx's
 // and HAProxy's idle server connections close on any read event. One
 // peek before reuse costs a system call and no goroutine.) Connections
 // that are not sockets (tests' in-memory pipes) are taken as quiet.
-func (wc *workerConn) look() idleState {
+func (wc *conn) look() idleState {
 	if wc.raw == nil {
 		return idleQuiet
 	}
@@ -462,10 +468,10 @@ func (wc *workerConn) look() idleState {
 	return wc.found
 }
 
-// newWorkerConn wraps a new connection; peek is made once, here, so that
-// look allocates nothing.
-func newWorkerConn(nc net.Conn) *workerConn {
-	wc := &workerConn{c: &countingConn{Conn: nc}}
+// newConn wraps a new connection; peek is made once, here, so that look
+// allocates nothing.
+func newConn(nc net.Conn) *conn {
+	wc := &conn{c: &countingConn{Conn: nc}}
 	if sc, ok := nc.(syscall.Conn); ok {
 		if raw, err := sc.SyscallConn(); err == nil {
 			wc.raw = raw
@@ -491,7 +497,7 @@ func newWorkerConn(nc net.Conn) *workerConn {
 
 // popIdle returns the most recently used idle connection, nil when there
 // is none. Connections idle past idleTimeout are closed.
-func (cl *workerClient) popIdle(now time.Time) *workerConn {
+func (cl *Client) popIdle(now time.Time) *conn {
 	cl.mu.Lock()
 	n := len(cl.idle)
 	if n == 0 {
@@ -501,7 +507,7 @@ func (cl *workerClient) popIdle(now time.Time) *workerConn {
 	wc := cl.idle[n-1]
 	cl.idle[n-1] = nil
 	cl.idle = cl.idle[:n-1]
-	var stale []*workerConn
+	var stale []*conn
 	if now.Sub(wc.idleAt) >= cl.idleTimeout {
 		// The newest is stale: so are all the others.
 		stale = append(cl.idle, wc)
@@ -517,8 +523,8 @@ func (cl *workerClient) popIdle(now time.Time) *workerConn {
 // release ends c's use of wc: back to the idle connections when keep is
 // set and c was not aborted, else closed. A response that ended with
 // bytes already read past its end breaks the framing (see look): the
-// connection is closed, and the worker's are no longer reused.
-func (cl *workerClient) release(c *call, wc *workerConn, keep bool) {
+// connection is closed, and the upstream's are no longer reused.
+func (cl *Client) release(c *Call, wc *conn, keep bool) {
 	if !c.done() {
 		keep = false
 	}
@@ -553,16 +559,16 @@ func (cl *workerClient) release(c *call, wc *workerConn, keep bool) {
 	cl.mu.Unlock()
 }
 
-// violated records that the worker sent bytes outside a response. From
+// violated records that the upstream sent bytes outside a response. From
 // then on none of its connections is kept alive: each request has a
 // connection of its own, which no stray byte of another response can
-// reach. A worker that wrote past its framing once cannot be trusted with
+// reach. An upstream that wrote past its framing once cannot be trusted with
 // the next response either, and the look before reuse cannot see a stray
 // write that comes after the next request is written. The idle
 // connections are closed at once.
-func (cl *workerClient) violated() {
+func (cl *Client) violated() {
 	cl.broken.Store(true)
-	cl.closeIdle()
+	cl.CloseIdle()
 	if cl.unsolicited != nil {
 		cl.unsolicited()
 	}
@@ -570,14 +576,14 @@ func (cl *workerClient) violated() {
 
 // closeStale closes the connections idle past idleTimeout, and sets the
 // sweep again for the oldest of the others.
-func (cl *workerClient) closeStale() {
+func (cl *Client) closeStale() {
 	now := time.Now()
 	cl.mu.Lock()
 	k := 0
 	for k < len(cl.idle) && now.Sub(cl.idle[k].idleAt) >= cl.idleTimeout {
 		k++
 	}
-	stale := make([]*workerConn, k)
+	stale := make([]*conn, k)
 	copy(stale, cl.idle[:k])
 	cl.idle = append(cl.idle[:0], cl.idle[k:]...)
 	cl.armed = len(cl.idle) > 0
@@ -590,9 +596,9 @@ func (cl *workerClient) closeStale() {
 	}
 }
 
-// closeIdle closes every idle connection. Connections in use are not
+// CloseIdle closes every idle connection. Connections in use are not
 // affected.
-func (cl *workerClient) closeIdle() {
+func (cl *Client) CloseIdle() {
 	cl.mu.Lock()
 	idle := cl.idle
 	cl.idle = nil
@@ -606,20 +612,20 @@ func (cl *workerClient) closeIdle() {
 	}
 }
 
-// workerBody is a response body from a worker. At its end the connection
-// goes back to the client for the next request; closed before, or after
-// an error, the connection is closed.
-type workerBody struct {
-	cl    *workerClient
-	c     *call
-	wc    *workerConn
+// respBody is a response body from the upstream. At its end the
+// connection goes back to the client for the next request; closed before,
+// or after an error, the connection is closed.
+type respBody struct {
+	cl    *Client
+	c     *Call
+	wc    *conn
 	body  io.ReadCloser
 	keep  bool       // the response allows another request on wc
 	wdone chan error // the writer's result when it ran apart; nil otherwise
 	done  bool
 }
 
-func (b *workerBody) Read(p []byte) (int, error) {
+func (b *respBody) Read(p []byte) (int, error) {
 	if b.done {
 		return 0, io.EOF
 	}
@@ -630,7 +636,7 @@ func (b *workerBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func (b *workerBody) Close() error {
+func (b *respBody) Close() error {
 	if !b.done {
 		b.finish(false)
 	}
@@ -638,9 +644,9 @@ func (b *workerBody) Close() error {
 }
 
 // finish hands the connection back, kept only at the end of a response to
-// a request written whole: a worker that answered before reading all of a
+// a request written whole: an upstream that answered before reading all of a
 // large body may not be done with the connection.
-func (b *workerBody) finish(eof bool) {
+func (b *respBody) finish(eof bool) {
 	b.done = true
 	keep := eof && b.keep
 	if b.wdone != nil {

@@ -1,4 +1,4 @@
-package proxy
+package limit
 
 import (
 	"math"
@@ -82,7 +82,7 @@ func (w *simWorker) serve() float64 {
 }
 
 // simFront dispatches an open-loop load to one simWorker through a
-// workerLimit, as the pool does: a FIFO queue in front, at most the limit
+// Worker, as the pool does: a FIFO queue in front, at most the limit
 // in the worker, a queue timeout. report turns the worker's saturation
 // into the header value it sends ("" for none).
 type simFront struct {
@@ -98,7 +98,7 @@ type simFront struct {
 	fixed int
 
 	mu       sync.Mutex
-	wl       *workerLimit
+	wl       *Worker
 	held     int
 	queue    []chan struct{}
 	served   int
@@ -107,7 +107,7 @@ type simFront struct {
 
 func newSimFront(w *simWorker, maxLimit int, report func(float64) string) *simFront {
 	return &simFront{w: w, report: report, maxLimit: maxLimit,
-		wl: newWorkerLimit(time.Now(), 1, maxLimit, WorkerLimit{})}
+		wl: mustWorker(WorkerOptions{Initial: 1, Max: maxLimit})}
 }
 
 func (f *simFront) limit() int {
@@ -121,7 +121,7 @@ func (f *simFront) request() {
 	f.mu.Lock()
 	if f.held < f.wl.limit && len(f.queue) == 0 {
 		f.held++
-		f.wl.occupy(time.Now(), f.held)
+		f.wl.Occupy(time.Now(), f.held)
 		f.mu.Unlock()
 	} else {
 		ready := make(chan struct{})
@@ -156,18 +156,18 @@ func (f *simFront) request() {
 	defer f.mu.Unlock()
 	f.held--
 	f.served++
-	f.wl.occupy(now, f.held)
+	f.wl.Occupy(now, f.held)
 	if v := f.report(sat); v != "" {
-		f.wl.report(parseSaturation(v))
+		f.wl.Report(parseReport(v))
 	}
-	f.wl.complete(now.Sub(start), false)
-	f.wl.decide(now)
+	f.wl.Complete(now.Sub(start), false)
+	f.wl.Decide(now)
 	if f.fixed > 0 {
 		f.wl.limit = f.fixed
 	}
 	for f.held < f.wl.limit && len(f.queue) > 0 {
 		f.held++
-		f.wl.occupy(now, f.held)
+		f.wl.Occupy(now, f.held)
 		close(f.queue[0])
 		f.queue = f.queue[1:]
 	}
@@ -216,6 +216,23 @@ func frontNoise(r *rand.Rand, mean time.Duration) func() time.Duration {
 		}
 		return d
 	}
+}
+
+func mustWorker(o WorkerOptions) *Worker {
+	w, err := NewWorker(time.Now(), o)
+	if err != nil {
+		panic(err)
+	}
+	return w
+}
+
+// parseReport reads a report as the front does: NaN when it is no number.
+func parseReport(v string) float64 {
+	s, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		return math.NaN()
+	}
+	return s
 }
 
 func elu(sat float64) string { return strconv.FormatFloat(sat, 'f', 3, 64) }

@@ -1,4 +1,4 @@
-package proxy
+package upstream
 
 import (
 	"bufio"
@@ -58,11 +58,11 @@ func serveScripted(c net.Conn, behaviour string) {
 	}
 }
 
-func testClient(dial func(context.Context, string, string) (net.Conn, error)) *workerClient {
-	return &workerClient{network: "tcp", addr: "w", dial: dial, dialTimeout: time.Second, maxIdle: 4, idleTimeout: time.Minute}
+func testClient(dial func(context.Context, string, string) (net.Conn, error)) *Client {
+	return &Client{network: "tcp", addr: "w", dial: dial, dialTimeout: time.Second, maxIdle: 4, idleTimeout: time.Minute}
 }
 
-func doCall(cl *workerClient, method string) (*call, error) {
+func doCall(cl *Client, method string) (*Call, error) {
 	var body io.Reader
 	if method == http.MethodPost {
 		body = strings.NewReader("x")
@@ -71,8 +71,8 @@ func doCall(cl *workerClient, method string) (*call, error) {
 	if body != nil {
 		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("x")), nil }
 	}
-	c := new(call)
-	resp, err := cl.roundTrip(c, req, req.ContentLength)
+	c := new(Call)
+	resp, err := cl.RoundTrip(c, req)
 	if err == nil {
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
@@ -110,7 +110,7 @@ func TestCallSent(t *testing.T) {
 				dials++
 				return dial(ctx, n, a)
 			})
-			defer cl.closeIdle()
+			defer cl.CloseIdle()
 			if tt.warm {
 				if _, err := doCall(cl, http.MethodGet); err != nil {
 					t.Fatalf("warm-up: %v", err)
@@ -126,7 +126,7 @@ func TestCallSent(t *testing.T) {
 			if (err != nil) != tt.wantErr {
 				t.Errorf("got error %v, want error: %v", err, tt.wantErr)
 			}
-			if got := c.wasSent(); got != tt.wantSent {
+			if got := c.Sent(); got != tt.wantSent {
 				t.Errorf("wasSent: got %v, want %v", got, tt.wantSent)
 			}
 			if dials != tt.wantDials {
@@ -150,16 +150,16 @@ func (c *closeAfterWrite) Write(b []byte) (int, error) {
 // whatever it tries next.
 func TestCallAbort(t *testing.T) {
 	cl := testClient(scriptedDial(t, "answer"))
-	defer cl.closeIdle()
-	c := new(call)
+	defer cl.CloseIdle()
+	c := new(Call)
 	hung := errors.New("hung")
-	c.abort(hung)
-	c.abort(errors.New("second"))
+	c.Abort(hung)
+	c.Abort(errors.New("second"))
 	req, _ := http.NewRequest(http.MethodGet, "http://w/x", nil)
-	if _, err := cl.roundTrip(c, req, 0); err != hung {
+	if _, err := cl.RoundTrip(c, req); err != hung {
 		t.Errorf("got %v, want the first abort's error", err)
 	}
-	if c.wasSent() {
+	if c.Sent() {
 		t.Error("got sent, want nothing sent after an abort")
 	}
 }

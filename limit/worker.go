@@ -1,86 +1,126 @@
-package proxy
+package limit
 
 import (
+	"errors"
+	"fmt"
 	"math"
-	"strconv"
 	"time"
 )
 
-// HeaderSaturation is the response header in which a worker reports how
-// saturated it is, a decimal in [0, 1]: for Node.js, its event-loop
-// utilization over the last 100 ms or so (node/sluice-worker sets it). The
-// proxy reads it, feeds it to the worker's limit and removes it before the
-// client sees the response.
-const HeaderSaturation = "Sluice-Saturation"
-
-// WorkerLimit configures the per-worker concurrency limit of adaptive
-// endpoints (supervisor.Endpoint.Adaptive). The zero value is usable.
-type WorkerLimit struct {
-	// MaxSaturation is the reported saturation at or above which a
-	// worker's limit backs off, in (0, 1]. Zero means 0.95: an event loop
-	// busy 95% of the time has no room left for a burst.
+// WorkerOptions configures a Worker limit. The zero value is a worker that
+// starts at 1 and may grow to 1000.
+type WorkerOptions struct {
+	// Initial is the starting limit; 0 means 1. Clamped into [1, Max].
+	Initial int
+	// Max is the highest limit, the most requests the worker may hold at
+	// once (its configured concurrency); 0 means 1000.
+	Max int
+	// MaxSaturation is the reported saturation at or above which the
+	// limit backs off, in (0, 1]; 0 means 0.95: an event loop busy 95% of
+	// the time has no room left for a burst.
 	MaxSaturation float64
-	// Window is how often each worker's limit is reconsidered. Zero
-	// means DefaultWorkerLimitWindow.
+	// Window is how often the limit is reconsidered; 0 means WorkerWindow.
 	Window time.Duration
 }
 
-// DefaultWorkerLimitWindow is WorkerLimit.Window's default: short enough
-// that a worker whose renders become twice as slow is followed within a
-// second or two (ten windows of the 10% back-off halve a limit),
-// long enough that one window sees a few renders.
-const DefaultWorkerLimitWindow = 100 * time.Millisecond
+// Validate reports every invalid field, one error each (errors.Join).
+func (o WorkerOptions) Validate() error {
+	var errs []error
+	if o.Initial < 0 {
+		errs = append(errs, fmt.Errorf("limit: Worker Initial %d is negative", o.Initial))
+	}
+	if o.Max < 0 {
+		errs = append(errs, fmt.Errorf("limit: Worker Max %d is negative", o.Max))
+	}
+	if !(o.MaxSaturation >= 0 && o.MaxSaturation <= 1) {
+		errs = append(errs, fmt.Errorf("limit: Worker MaxSaturation %v is outside [0, 1]", o.MaxSaturation))
+	}
+	if o.Window < 0 {
+		errs = append(errs, fmt.Errorf("limit: Worker Window %v is negative", o.Window))
+	}
+	return errors.Join(errs...)
+}
+
+func (o WorkerOptions) withDefaults() WorkerOptions {
+	if o.Max == 0 {
+		o.Max = 1000
+	}
+	o.Initial = min(max(o.Initial, 1), o.Max)
+	if o.MaxSaturation == 0 {
+		o.MaxSaturation = 0.95
+	}
+	if o.Window == 0 {
+		o.Window = WorkerWindow
+	}
+	return o
+}
+
+// WorkerWindow is WorkerOptions.Window's default: short enough that a
+// worker whose renders become twice as slow is followed within a second
+// or two (ten windows of the 10% back-off halve a limit), long enough that
+// one window sees a few renders.
+const WorkerWindow = 100 * time.Millisecond
 
 // Constants of the per-worker rule.
 const (
-	// gradientMinSamples is the fewest completions a window of a worker
+	// workerMinSamples is the fewest completions a window of a worker
 	// that reports no saturation needs: its latency is the only evidence.
-	gradientMinSamples = 4
-	// probeGain is the share of a request's worth of throughput each
+	workerMinSamples = 4
+	// workerProbeGain is the share of a request's worth of throughput each
 	// request a probe adds must bring (or a probe down may lose) for the
-	// probe to be kept. A fixed tolerance on latency (1.5 times the no-load
-	// rtt, as this rule had) held async workers on a busy machine at a
-	// third of what they served at a fixed 32: there every request is a
-	// little slower for each one added, and throughput still grows.
-	probeGain = 0.5
-	// gradientTolerance is how much slower than its no-load latency a
+	// probe to be kept. Not a fixed tolerance on latency: on a busy
+	// machine every request is a little slower for each one added to an
+	// async worker while its throughput still grows, and such a tolerance
+	// (1.5 times the no-load rtt) held those workers at a third of what
+	// they served at a fixed 32.
+	workerProbeGain = 0.5
+	// workerTolerance is how much slower than its no-load latency a
 	// worker's requests may get with a probe up kept whatever its
 	// throughput did: the requests added did not queue inside it. Noise in
 	// a window's throughput then cannot hold an async worker low.
-	gradientTolerance = 1.5
-	// slowStartTolerance is how near its no-load latency a worker's
+	workerTolerance = 1.5
+	// workerSlowStart is how near its no-load latency a worker's
 	// requests must stay (through a probe up, for a worker that reports
 	// nothing) for the next step to double the limit rather than add its
 	// square root: an async worker far from its knee gets there in a few
 	// steps.
-	slowStartTolerance = 1.2
-	// probeBusy is the share of its limit a worker must hold on average
-	// for a probe down: below it the limit does not bind.
-	probeBusy = 0.8
-	// rttJump is how much slower than when its limit was last judged a
-	// worker's requests may get before it is probed down at once.
-	rttJump = 1.5
-	// guardGrowth and guardCut bound the saturation rule by latency: a
-	// worker whose requests take guardGrowth times its no-load latency is
-	// not given more, one at guardCut is given less. Loose: an async
+	workerSlowStart = 1.2
+	// workerProbeBusy is the share of its limit a worker must hold on
+	// average for a probe down: below it the limit does not bind.
+	workerProbeBusy = 0.8
+	// workerRTTJump is how much slower than when its limit was last judged
+	// a worker's requests may get before it is probed down at once.
+	workerRTTJump = 1.5
+	// workerGuardGrowth and workerGuardCut bound the saturation rule by
+	// latency: a worker whose requests take workerGuardGrowth times its
+	// no-load latency is not given more, one at workerGuardCut is given
+	// less. Loose: an async
 	// worker's latency is mostly its own I/O wait plus a front's
 	// scheduling delays on a busy machine, and a bound of 1.5 held such
 	// workers at a third of what their event loops could take (measured
 	// on real Node workers, 60 ms waits).
-	guardGrowth = 2
-	guardCut    = 3
-	// probeHoldMax bounds how long a worker that reports nothing waits
+	workerGuardGrowth = 2
+	workerGuardCut    = 3
+	// workerHoldMax bounds how long a worker that reports nothing waits
 	// before it probes again after probes failed.
-	probeHoldMax = 5 * time.Second
+	workerHoldMax = 5 * time.Second
 )
 
-// workerLimit finds one worker's concurrency limit, in [1, max], from what
-// its responses say. Pure: time is a parameter; not safe for concurrent
-// use (the pool calls it under its mutex).
+// Worker finds the concurrency limit of one worker process that a front
+// dispatches to, in [1, Max], from what its responses say: the saturation
+// it reports, or else its throughput. Unlike the Algorithms, which see a
+// whole process's samples, it is fed by the one caller that dispatches to
+// the worker: Occupy when the requests it holds change, Report for each
+// saturation report, Complete for each finished request, then Decide.
 //
-// When the worker reports its saturation (HeaderSaturation), an AIMD rule
-// (limit.AIMD's, with the guards below) applies once per window, with s the mean of the window's
-// reports and L the limit:
+// Pure: time is a parameter. Create one with NewWorker; the zero value is
+// not usable. Not safe for concurrent use: the caller serialises the calls
+// (sluice's proxy holds its pool's mutex).
+//
+// When the worker reports its saturation (for Node.js, its event-loop
+// utilization, on each response), an AIMD rule (AIMD's, with the guards
+// below) applies once per window, with s the mean of the window's reports
+// and L the limit:
 //
 //	rtt > 3 x baseline and peak >= L/2:  L = max(1, min(floor(0.9 L), floor(L x 2 x baseline / rtt)))
 //	s >= MaxSaturation and peak >= L/2, or a request timed out:  L = max(1, floor(0.9 L))
@@ -89,7 +129,7 @@ const (
 //
 // step is max(1, ceil(sqrt(L))), or L itself while the limit has never
 // been cut, the loop is under half busy (2s < MaxSaturation) and rtt is
-// within slowStartTolerance of the baseline: as TCP's slow start, a worker
+// within 1.2 times the baseline: as TCP's slow start, a worker
 // that has just started (sluice's start, a deploy, a restart) doubles its
 // way to the concurrency its loop takes in a few windows, not a second
 // or more of square-root steps.
@@ -101,8 +141,7 @@ const (
 // reports of half the load overshot to twice the loop's saturation).
 // s / occupancy is the share of the event loop one request in flight
 // uses, so MaxSaturation x occupancy / s is the concurrency that would
-// saturate the loop: the increase stops there. A
-// single-threaded CPU-bound worker uses its loop for as long as it holds a
+// saturate the loop: the increase stops there. A single-threaded CPU-bound worker uses its loop for as long as it holds a
 // request (s ~ occupancy), so it stays at 1, where a request never waits
 // inside the worker; an async worker whose requests mostly await I/O
 // grows until its loop is saturated. Plain AIMD alone grows every
@@ -131,19 +170,18 @@ const (
 // complete (the windows that end within an rtt of it are not judged) and
 // judges the next window: from L0 (throughput X0) to L it is kept when
 //
-//	X / X0 >= 1 + probeGain x (L / L0 - 1)
+//	X / X0 >= 1 + 0.5 x (L / L0 - 1)
 //
 // that is, when each request added brought at least half a request's
 // worth of throughput (a step down: lost at most half of one), or, for a
-// probe up, when rtt stayed within gradientTolerance of the no-load
-// latency (baseline, as above): the requests added did not queue, and a
-// window's noisy throughput does not hold an async worker low. As with a
-// worker that reports, a probe up is never kept past guardGrowth times
-// the no-load latency, and a worker past guardCut is probed down at once:
-// the front's queue is judged against the service time (see
-// admission.codelFloor), so latency bought for a little throughput would
-// be paid again in the queue. A
-// single-threaded CPU-bound worker gains nothing from a second request at
+// probe up, when rtt stayed within 1.5 times the no-load latency
+// (baseline, as above): the requests added did not queue, and a window's
+// noisy throughput does not hold an async worker low. As with a worker
+// that reports, a probe up is never kept past twice the no-load latency,
+// and a worker past three times it is probed down at once: the front's
+// queue is judged against the service time (the admission Controller's
+// CoDel floor), so latency bought for a little throughput would be paid
+// again in the queue. A single-threaded CPU-bound worker gains nothing from a second request at
 // once (its rtt doubles), so it stays at 1; an async worker gains until its
 // loop is busy, or until the front and its neighbours, short of CPU, make
 // every request slower by as much as a request adds: both where adding more
@@ -152,17 +190,17 @@ const (
 // less than one window's noise, and a front short of CPU stalls now and
 // then, stretching every request of a window whatever the limit (judged on
 // single windows, such stalls held simulated async workers at 0.34-0.79 of
-// what a fixed limit of 32 served). A failed probe is undone, the next one goes the other
-// way, and it waits twice as long (up to probeHoldMax); a kept one is
-// followed by the next at once, doubling the limit (until the first probe
-// fails, as TCP's slow start) while latency stays within
-// slowStartTolerance of the no-load one. A probe up needs the limit reached (peak >=
-// L), a probe down a worker busy at its limit (occupancy >= 0.8 L), so that
-// neither light load nor a lull walks the limit. A worker that became
-// slower (rtt over rttJump times the rtt its limit was judged at, or over
-// guardCut times the no-load latency) is probed down at once, so that a worker whose renders doubled is followed in a
-// second or two rather than after the hold.
-type workerLimit struct {
+// what a fixed limit of 32 served). A failed probe is undone, the next one
+// goes the other way, and it waits twice as long (up to 5 s); a kept one
+// is followed by the next at once, doubling the limit (until the first
+// probe fails, as TCP's slow start) while latency stays within 1.2 times
+// the no-load one. A probe up needs the limit reached (peak >= L), a probe
+// down a worker busy at its limit (occupancy >= 0.8 L), so that neither
+// light load nor a lull walks the limit. A worker that became slower (rtt
+// over 1.5 times the rtt its limit was judged at, or over three times the
+// no-load latency) is probed down at once, so that a worker whose renders
+// doubled is followed in a second or two rather than after the hold.
+type Worker struct {
 	max    int
 	maxSat float64
 	window time.Duration
@@ -198,27 +236,33 @@ type workerLimit struct {
 	holdUntil   time.Time
 }
 
-func newWorkerLimit(now time.Time, initial, max int, o WorkerLimit) *workerLimit {
-	if o.MaxSaturation == 0 {
-		o.MaxSaturation = 0.95
+// NewWorker returns a Worker limit at o.Initial, its first window starting
+// at now, or o.Validate's error.
+func NewWorker(now time.Time, o WorkerOptions) (*Worker, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
 	}
-	if o.Window == 0 {
-		o.Window = DefaultWorkerLimitWindow
-	}
-	return &workerLimit{
-		max:     max,
+	o = o.withDefaults()
+	return &Worker{
+		max:     o.Max,
 		maxSat:  o.MaxSaturation,
 		window:  o.Window,
-		limit:   min(max, initial),
+		limit:   o.Initial,
 		start:   now,
 		last:    now,
 		hold:    o.Window,
 		prevOcc: -1,
-	}
+	}, nil
 }
 
-// occupy records that the worker holds n requests from now on.
-func (w *workerLimit) occupy(now time.Time, n int) {
+// Limit returns the current limit.
+func (w *Worker) Limit() int { return w.limit }
+
+// BadReports returns how many reports Report refused, ever.
+func (w *Worker) BadReports() uint64 { return w.badReport }
+
+// Occupy records that the worker holds n requests from now on.
+func (w *Worker) Occupy(now time.Time, n int) {
 	if d := now.Sub(w.last); d > 0 {
 		w.heldTime += float64(w.held) * float64(d)
 		w.last = now
@@ -227,29 +271,23 @@ func (w *workerLimit) occupy(now time.Time, n int) {
 	w.peak = max(w.peak, n)
 }
 
-// parseSaturation reads a HeaderSaturation value: a number in [0, 1].
-func parseSaturation(v string) (float64, bool) {
-	s, err := strconv.ParseFloat(v, 64)
-	if err != nil || !(s >= 0 && s <= 1) { // also rejects NaN
-		return 0, false
-	}
-	return s, true
-}
-
-// report records a HeaderSaturation value the worker sent; ok false means
-// it could not be read, and it is counted and ignored.
-func (w *workerLimit) report(s float64, ok bool) {
-	if !ok {
+// Report records a saturation the worker reported and reports whether it
+// was taken: a value outside [0, 1] (NaN included, a report that could not
+// be read) is counted (BadReports) and ignored.
+func (w *Worker) Report(s float64) bool {
+	if !(s >= 0 && s <= 1) {
 		w.badReport++
-		return
+		return false
 	}
 	w.satSum += s
 	w.satN++
+	return true
 }
 
-// complete records a finished request: rtt is how long it held the
-// worker, dropped that its client was answered 504 before it finished.
-func (w *workerLimit) complete(rtt time.Duration, dropped bool) {
+// Complete records a finished request: rtt is how long it held the
+// worker, dropped that its client was answered a timeout before it
+// finished.
+func (w *Worker) Complete(rtt time.Duration, dropped bool) {
 	if dropped {
 		w.dropped = true
 		return
@@ -258,18 +296,18 @@ func (w *workerLimit) complete(rtt time.Duration, dropped bool) {
 	w.sumRTT += float64(rtt)
 }
 
-// decide closes the window if it is over and applies the rule. It returns
+// Decide closes the window if it is over and applies the rule. It returns
 // the limit, and whether it changed.
-func (w *workerLimit) decide(now time.Time) (int, bool) {
+func (w *Worker) Decide(now time.Time) (int, bool) {
 	elapsed := now.Sub(w.start)
 	if elapsed < w.window {
 		return w.limit, false
 	}
 	reported := w.satN > 0
-	if !reported && !w.dropped && w.n < gradientMinSamples {
+	if !reported && !w.dropped && w.n < workerMinSamples {
 		return w.limit, false // nothing to judge yet: keep measuring
 	}
-	w.occupy(now, w.held)
+	w.Occupy(now, w.held)
 	occupancy := w.heldTime / float64(elapsed)
 	l, peak := w.limit, w.peak
 	next := l
@@ -292,33 +330,33 @@ func (w *workerLimit) decide(now time.Time) (int, bool) {
 	return next, true
 }
 
-func (w *workerLimit) saturationRule(l, peak int, occupancy float64) int {
+func (w *Worker) saturationRule(l, peak int, occupancy float64) int {
 	if w.dropped || w.satN == 0 {
 		w.ramped = true
 		return int(math.Floor(0.9 * float64(l)))
 	}
 	s := w.satSum / float64(w.satN)
 	// The worker's latency guards the rule: a worker whose requests take
-	// guardGrowth times its no-load latency queues them inside, whatever
+	// workerGuardGrowth times its no-load latency queues them inside, whatever
 	// its loop says (a loop that looks idle because the
 	// front is slow to feed it, a worker whose own CPU is stolen).
 	inflated, severe, rtt := false, false, 0.0
 	if w.n > 0 {
 		rtt = w.sumRTT / float64(w.n)
 		w.learnBaseline(rtt, peak)
-		inflated = rtt > guardGrowth*w.baseline
-		severe = rtt > guardCut*w.baseline
+		inflated = rtt > workerGuardGrowth*w.baseline
+		severe = rtt > workerGuardCut*w.baseline
 	}
 	switch {
 	case severe && 2*peak >= l:
 		w.ramped = true
-		return min(int(math.Floor(0.9*float64(l))), int(math.Floor(float64(l)*guardGrowth*w.baseline/rtt)))
+		return min(int(math.Floor(0.9*float64(l))), int(math.Floor(float64(l)*workerGuardGrowth*w.baseline/rtt)))
 	case s >= w.maxSat && 2*peak >= l:
 		w.ramped = true
 		return int(math.Floor(0.9 * float64(l)))
 	case s < w.maxSat && peak >= l && !inflated:
 		step := max(1, int(math.Ceil(math.Sqrt(float64(l)))))
-		if !w.ramped && 2*s < w.maxSat && rtt <= slowStartTolerance*w.baseline {
+		if !w.ramped && 2*s < w.maxSat && rtt <= workerSlowStart*w.baseline {
 			step = l
 		}
 		up := l + step
@@ -335,7 +373,7 @@ func (w *workerLimit) saturationRule(l, peak int, occupancy float64) int {
 	return l
 }
 
-func (w *workerLimit) latencyRule(now time.Time, l, peak int, occupancy float64) int {
+func (w *Worker) latencyRule(now time.Time, l, peak int, occupancy float64) int {
 	if w.dropped {
 		// A request outlived its budget: back off, and judge afresh.
 		w.probeFrom, w.second, w.fast, w.ramped = 0, false, false, true
@@ -355,18 +393,18 @@ func (w *workerLimit) latencyRule(now time.Time, l, peak int, occupancy float64)
 	x := occupancy / rtt
 	if from := w.probeFrom; from > 0 {
 		w.probeFrom = 0
-		want := 1 + probeGain*(float64(l)/float64(from)-1)
+		want := 1 + workerProbeGain*(float64(l)/float64(from)-1)
 		up := l > from
-		near := up && rtt <= gradientTolerance*w.baseline
-		gained := x >= want*w.probeX && (!up || rtt <= guardGrowth*w.baseline)
+		near := up && rtt <= workerTolerance*w.baseline
+		gained := x >= want*w.probeX && (!up || rtt <= workerGuardGrowth*w.baseline)
 		if near || gained {
 			w.second = false
 			// Kept: the next probe, the same way, at once.
 			w.hold, w.holdUntil = w.window, now
 			w.judgedRTT, w.down = rtt, l < from
 			// Far from queueing: the next step doubles the limit.
-			w.fast = up && !w.ramped && rtt <= slowStartTolerance*w.baseline
-			return w.probe(now, l, peak, x, rtt, occupancy >= probeBusy*float64(l), false)
+			w.fast = up && !w.ramped && rtt <= workerSlowStart*w.baseline
+			return w.probe(now, l, peak, x, rtt, occupancy >= workerProbeBusy*float64(l), false)
 		}
 		if up && l < 2*from && !w.second {
 			// A step up by less than the limit brings less than one
@@ -389,8 +427,8 @@ func (w *workerLimit) latencyRule(now time.Time, l, peak int, occupancy float64)
 	if w.judgedRTT == 0 {
 		w.judgedRTT = rtt
 	}
-	busy := occupancy >= probeBusy*float64(l)
-	slower := busy && (rtt > rttJump*w.judgedRTT || rtt > guardCut*w.baseline)
+	busy := occupancy >= workerProbeBusy*float64(l)
+	slower := busy && (rtt > workerRTTJump*w.judgedRTT || rtt > workerGuardCut*w.baseline)
 	if now.Before(w.holdUntil) && !slower {
 		return l
 	}
@@ -400,7 +438,7 @@ func (w *workerLimit) latencyRule(now time.Time, l, peak int, occupancy float64)
 // probe starts a probe from l, at throughput x, if one is due: down when
 // the worker is busy at its limit and the last probe up failed or it became
 // slower, else up when the limit was reached. It returns the limit to try.
-func (w *workerLimit) probe(now time.Time, l, peak int, x, rtt float64, busy, slower bool) int {
+func (w *Worker) probe(now time.Time, l, peak int, x, rtt float64, busy, slower bool) int {
 	step := max(1, int(math.Ceil(math.Sqrt(float64(l)))))
 	var next int
 	switch {
@@ -422,20 +460,20 @@ func (w *workerLimit) probe(now time.Time, l, peak int, x, rtt float64, busy, sl
 }
 
 // settleFor leaves the windows that end within rtt of now unjudged.
-func (w *workerLimit) settleFor(now time.Time, rtt float64) {
+func (w *Worker) settleFor(now time.Time, rtt float64) {
 	w.settle, w.settleUntil = true, now.Add(time.Duration(rtt))
 }
 
 // learnBaseline takes a window's mean latency as the no-load latency when
 // it is the lowest seen, or when the worker never held two requests at once.
-func (w *workerLimit) learnBaseline(rtt float64, peak int) {
+func (w *Worker) learnBaseline(rtt float64, peak int) {
 	if w.baseline == 0 || rtt < w.baseline || peak <= 1 {
 		w.baseline = rtt
 	}
 }
 
 // probeFailed backs the next probe off.
-func (w *workerLimit) probeFailed(now time.Time) {
-	w.hold = min(2*w.hold, probeHoldMax)
+func (w *Worker) probeFailed(now time.Time) {
+	w.hold = min(2*w.hold, workerHoldMax)
 	w.holdUntil = now.Add(w.hold)
 }
