@@ -16,7 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// DefaultFile is the file Resolve reads from the working directory when no
+// DefaultFile is the file ResolveWith reads from the working directory when no
 // path is given.
 const DefaultFile = "sluice.yaml"
 
@@ -136,32 +136,11 @@ func fileOrder(errs Errors) Errors {
 	return errs
 }
 
-// Load reads and parses the file at path (see Parse).
-func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
-	}
-	return Parse(path, data)
-}
-
-// Resolve loads the configuration the -c flag asks for: the file at path
-// when path is set; else DefaultFile in the working directory when there is
-// one; else Default. source is the file read, or "" for the built-in
-// defaults. Warnings are dropped: ResolveWith returns them.
-func Resolve(path string) (cfg *Config, source string, err error) {
-	l, err := ResolveWith(path, Overrides{})
-	if err != nil {
-		if path == "" {
-			path = DefaultFile
-		}
-		return nil, path, err
-	}
-	return l.Config, l.Source, nil
-}
-
-// ResolveWith is Resolve with o applied over the file (or over the
-// defaults), and its warnings kept.
+// ResolveWith loads the configuration the -c flag asks for, with o applied
+// over it: the file at path when path is set; else DefaultFile in the
+// working directory when there is one; else Default. Loaded.Source is the
+// file read, or "" for the built-in defaults. A path that names no file is
+// an error, never a silent fall back to the defaults.
 func ResolveWith(path string, o Overrides) (*Loaded, error) {
 	if path == "" {
 		if _, err := os.Stat(DefaultFile); errors.Is(err, fs.ErrNotExist) {

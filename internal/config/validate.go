@@ -25,7 +25,7 @@ func priorityList() string {
 }
 
 // Validate checks the ranges of c's values and the relations between them,
-// and returns every problem found as Errors, or nil. Parse and Load have
+// and returns every problem found as Errors, or nil. Parse and ResolveWith have
 // already done it; call it on a Config built or changed in Go. Its errors
 // name keys but not lines.
 func (c *Config) Validate() error {
