@@ -69,8 +69,6 @@ func proxyOptions(cfg *config.Config, ctrl *admission.Controller, cls *admission
 		// each adaptive worker's limit keeps under.
 		WorkerLimit:         proxy.WorkerLimit{MaxSaturation: cfg.Server.Backpressure.SaturationMax},
 		Classify:            cls.Classify,
-		PingPath:            p.PingPath,
-		NoPing:              p.PingPath == "",
 		Timeout:             p.Timeout,
 		MaxBodyBytes:        p.MaxBodyBytes,
 		MaxBufferedBytes:    p.MaxBufferedBytes, // 0: derived from the machine, as in the file

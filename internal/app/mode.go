@@ -120,15 +120,9 @@ func newLibrary(log *slog.Logger) (*library, error) {
 	return &library{sat: rt}, nil
 }
 
-// serve sets the handler: the application behind admit, and the ping
-// path answered before it, as the proxy answers it in front mode.
-func (l *library) serve(cfg *config.Config, app func(func(http.Handler) http.Handler) http.Handler, admit func(http.Handler) http.Handler) {
-	mux := http.NewServeMux()
-	if p := cfg.Proxy.PingPath; p != "" {
-		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "pong\n") })
-	}
-	mux.Handle("/", app(admit))
-	l.h = mux
+// serve sets the handler: the application behind admit.
+func (l *library) serve(app func(func(http.Handler) http.Handler) http.Handler, admit func(http.Handler) http.Handler) {
+	l.h = app(admit)
 }
 
 func (l *library) handler() http.Handler { return l.h }
@@ -140,6 +134,24 @@ func (l *library) stats(*Stats) {}
 
 // run samples the saturation signal until ctx is done.
 func (l *library) run(ctx context.Context) error { return l.sat.Run(ctx, 100*time.Millisecond) }
+
+// withPing answers path (proxy.pingPath) with 200 "pong" before h, in
+// either mode: whatever the method, never queued, never sent to a worker.
+// An empty path leaves every request to h.
+func withPing(path string, h http.Handler) http.Handler {
+	if path == "" {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != path {
+			h.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		io.WriteString(w, "pong\n")
+	})
+}
 
 // newServer builds the server of the front from the configuration.
 func newServer(sc config.Server, h http.Handler, ready func() bool, log *slog.Logger) *server.Server {
