@@ -17,6 +17,10 @@ import (
 // none): the proxy sets the Controller's ceiling to the sum of its workers'
 // limits, and sig is not used. In library mode it is the configured
 // backpressure algorithm over the process's own saturation signal sig.
+//
+// TenantWeight is left nil: tenants.weights change on reload, so the App
+// gives the Controller a TenantWeight that reads them where a reload
+// stores them (live.controllerOptions).
 func ControllerOptions(cfg *config.Config, sig limit.Signal, log *slog.Logger) (admission.Options, error) {
 	o := queueOptions(cfg, log)
 	s, bp := cfg.Server, cfg.Server.Backpressure
@@ -63,9 +67,6 @@ func queueOptions(cfg *config.Config, log *slog.Logger) admission.Options {
 	}
 	if cfg.Overload.CoDel.Enabled {
 		o.CoDelTarget, o.CoDelInterval = cfg.Overload.CoDel.Target, cfg.Overload.CoDel.Interval
-	}
-	if w := cfg.Tenants.Weights; len(w) > 0 {
-		o.TenantWeight = func(t string) float64 { return w[t] }
 	}
 	return o
 }

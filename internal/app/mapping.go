@@ -59,16 +59,16 @@ func routes(cfg *config.Config, base string) (*admission.Classifier, *routeFallb
 	return cls, fbs, nil
 }
 
-// proxyOptions builds the proxy's options; the routes' fallbacks are
-// chosen per request (routeFallbacks), through live.
-func proxyOptions(cfg *config.Config, ctrl *admission.Controller, cls *admission.Classifier, base string, log *slog.Logger) (proxy.Options, error) {
+// proxyOptions builds the proxy's options but those a reload changes
+// (Classify, Trust, SelectFallback, SelectStreamBounds), which
+// live.proxyOptions sets.
+func proxyOptions(cfg *config.Config, ctrl *admission.Controller, log *slog.Logger) (proxy.Options, error) {
 	p := cfg.Proxy
 	o := proxy.Options{
 		Controller: ctrl,
 		// server.backpressure.eluMax, applied per worker: the saturation
 		// each adaptive worker's limit keeps under.
 		WorkerLimit:         proxy.WorkerLimit{MaxSaturation: cfg.Server.Backpressure.SaturationMax},
-		Classify:            cls.Classify,
 		Timeout:             p.Timeout,
 		MaxBodyBytes:        p.MaxBodyBytes,
 		MaxBufferedBytes:    p.MaxBufferedBytes, // 0: derived from the machine, as in the file
@@ -83,9 +83,6 @@ func proxyOptions(cfg *config.Config, ctrl *admission.Controller, cls *admission
 		Logger:              log,
 	}
 	o.MaxHeaderFields, o.UnderscoresInHeaders = p.MaxHeaderFields, p.UnderscoresInHeaders
-	o.Trust = func(r *http.Request) proxy.Trust {
-		return proxy.Trust{Peer: cls.Trusted(r), Proxy: cls.TrustedProxy(r)}
-	}
 	if w := cfg.Workers; w != nil && w.Poison.Enabled {
 		// Only supervised workers: the supervisor reports their deaths.
 		t, err := poison.New(poison.Options{After: w.Poison.After, Window: w.Poison.Window,

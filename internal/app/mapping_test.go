@@ -4,7 +4,6 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/sluicehq/sluice/admission"
 	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/internal/proxy"
 )
@@ -38,7 +37,7 @@ func TestProxyOptionsWorkerLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := proxyOptions(cfg, nil, &admission.Classifier{}, "", nil)
+	o, err := proxyOptions(cfg, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +61,7 @@ func TestProxyOptionsLookahead(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		o, err := proxyOptions(cfg, nil, &admission.Classifier{}, "", nil)
+		o, err := proxyOptions(cfg, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -90,7 +89,7 @@ func TestProxyOptionsPoison(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		o, err := proxyOptions(cfg, nil, &admission.Classifier{}, "", nil)
+		o, err := proxyOptions(cfg, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -115,7 +114,7 @@ func TestProxyOptionsHeaders(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		o, err := proxyOptions(cfg, nil, &admission.Classifier{}, "", nil)
+		o, err := proxyOptions(cfg, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

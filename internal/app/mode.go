@@ -58,7 +58,7 @@ type front struct {
 func newFront(a *App, base string, workerOut io.Writer) (*front, error) {
 	cfg, log := a.cfg, a.log
 	f := &front{stopIn: 5 * time.Second}
-	o, err := proxyOptions(cfg, a.ctrl, a.live.cls.Load(), base, log)
+	o, err := proxyOptions(cfg, a.ctrl, log)
 	if err != nil {
 		return nil, err
 	}
