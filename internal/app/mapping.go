@@ -15,10 +15,25 @@ import (
 	"github.com/sluicehq/sluice/internal/poison"
 	"github.com/sluicehq/sluice/internal/proxy"
 	"github.com/sluicehq/sluice/internal/supervisor"
+	"github.com/sluicehq/sluice/server"
 )
 
-// The options of the classifier, the proxy, the supervisor and the static
-// upstreams, from the configuration (see controller.go).
+// The options of the server, the classifier, the proxy, the supervisor and
+// the static upstreams, from the configuration (see controller.go).
+
+// none is where the file's zero becomes the components'. In sluice.yaml a
+// bound written 0 is off: no timeout, no limit, no queue
+// (docs/configuration.md, "Zero"). A component's zero value is its
+// default, so that its zero Options work, and a negative value is its
+// "none". Every option whose key's 0 is "none" is mapped through none,
+// and nothing else translates zero (TestZeroIsNone).
+func none[T ~int | ~int64](v T) T {
+	if v == 0 {
+		return -1
+	}
+	return v
+}
+
 
 // classifier builds the request classifier from routes, tenants and trust.
 func classifier(cfg *config.Config) (*admission.Classifier, error) {
@@ -69,15 +84,15 @@ func proxyOptions(cfg *config.Config, ctrl *admission.Controller, log *slog.Logg
 		// server.backpressure.eluMax, applied per worker: the saturation
 		// each adaptive worker's limit keeps under.
 		WorkerLimit:         proxy.WorkerLimit{MaxSaturation: cfg.Server.Backpressure.SaturationMax},
-		Timeout:             p.Timeout,
-		MaxBodyBytes:        p.MaxBodyBytes,
+		Timeout:             none(p.Timeout),
+		MaxBodyBytes:        none(p.MaxBodyBytes), // bounded by MaxBufferedBytes alone
 		MaxBufferedBytes:    p.MaxBufferedBytes, // 0: derived from the machine, as in the file
-		BufferResponseBytes: p.BufferResponseBytes,
+		BufferResponseBytes: none(p.BufferResponseBytes),
 		MaxUpgrades:         p.MaxUpgrades,
-		Lookahead:           p.Lookahead,
-		StreamIdleTimeout:   orNone(p.StreamIdleTimeout),
-		StreamTimeout:       orNone(p.StreamTimeout),
-		StreamHold:          orNone(p.StreamHold),
+		Lookahead:           none(p.Lookahead),
+		StreamIdleTimeout:   none(p.StreamIdleTimeout),
+		StreamTimeout:       none(p.StreamTimeout),
+		StreamHold:          none(p.StreamHold),
 		MaxStreams:          p.MaxStreams,
 		SlowStart:           slowStart(cfg),
 		Logger:              log,
@@ -91,18 +106,6 @@ func proxyOptions(cfg *config.Config, ctrl *admission.Controller, log *slog.Logg
 			return proxy.Options{}, err
 		}
 		o.Poison = t
-	}
-	if o.Timeout == 0 {
-		o.Timeout = -1
-	}
-	if o.MaxBodyBytes == 0 {
-		o.MaxBodyBytes = -1 // bounded by MaxBufferedBytes alone
-	}
-	if o.BufferResponseBytes == 0 {
-		o.BufferResponseBytes = -1
-	}
-	if o.Lookahead == 0 {
-		o.Lookahead = -1 // none
 	}
 	return o, nil
 }
@@ -262,4 +265,25 @@ func Procs(cfg *config.Config, cpus int) int {
 		return cfg.Server.Procs
 	}
 	return cpus
+}
+
+// newServer builds the server of the front from the configuration.
+func newServer(sc config.Server, h http.Handler, ready func() bool, log *slog.Logger) *server.Server {
+	return &server.Server{
+		Addr:             sc.Listen,
+		Handler:          h,
+		H2C:              sc.H2C,
+		KeepAliveTimeout: none(sc.KeepAliveTimeout),
+		HeadersTimeout:   none(sc.HeadersTimeout),
+		RequestTimeout:   none(sc.RequestTimeout),
+		ShutdownTimeout:  sc.ShutdownTimeout,
+		DrainDelay:       none(sc.DrainDelay),
+		MaxHeaderBytes:   int(sc.MaxHeaderBytes),
+		MaxConnections:   none(sc.MaxConnections),
+		SendTimeout:      none(sc.SendTimeout),
+		HealthPath:       sc.HealthPath,
+		ReadyPath:        sc.ReadyPath,
+		Ready:            ready,
+		Logger:           log,
+	}
 }

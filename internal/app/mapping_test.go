@@ -4,8 +4,10 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/sluicehq/sluice/admission"
 	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/internal/proxy"
+	"github.com/sluicehq/sluice/limit"
 )
 
 // workers.concurrency maps onto the supervisor: auto is adaptive up to
@@ -219,5 +221,72 @@ func TestProcs(t *testing.T) {
 		if got := Procs(cfg, tt.cpus); got != tt.want {
 			t.Errorf("%q on %d CPUs: Procs = %d, want %d", tt.yaml, tt.cpus, got, tt.want)
 		}
+	}
+}
+
+// A bound the file writes 0 is off in the component it configures, never
+// the component's own default (its zero value): every such key goes
+// through none. Each case names the key and reads the option it sets.
+func TestZeroIsNone(t *testing.T) {
+	cfg, err := config.Parse("t", []byte(`server:
+  keepAliveTimeout: 0
+  headersTimeout: 0
+  requestTimeout: 0
+  drainDelay: 0
+  maxConnections: 0
+  sendTimeout: 0
+  maxConcurrentRequests: 0
+  backpressure: {queueSize: 0, queueTimeout: 0}
+workers: {command: w}
+proxy:
+  timeout: 0
+  maxBodyBytes: 0
+  bufferResponseBytes: 0
+  lookahead: 0
+  streamIdleTimeout: 0
+  streamTimeout: 0
+  streamHold: 0
+compression: {minLength: 0}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := newServer(cfg.Server, nil, nil, nil)
+	px, err := proxyOptions(cfg, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctrl, err := ControllerOptions(cfg, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmp := compressOptions(cfg.Compression)
+	for _, tt := range []struct {
+		key string
+		got int64
+	}{
+		{"server.keepAliveTimeout", int64(srv.KeepAliveTimeout)},
+		{"server.headersTimeout", int64(srv.HeadersTimeout)},
+		{"server.requestTimeout", int64(srv.RequestTimeout)},
+		{"server.drainDelay", int64(srv.DrainDelay)},
+		{"server.maxConnections", int64(srv.MaxConnections)},
+		{"server.sendTimeout", int64(srv.SendTimeout)},
+		{"server.backpressure.queueSize", int64(ctrl.QueueSize)},
+		{"server.backpressure.queueTimeout", int64(ctrl.QueueTimeout)},
+		{"proxy.timeout", int64(px.Timeout)},
+		{"proxy.maxBodyBytes", px.MaxBodyBytes},
+		{"proxy.bufferResponseBytes", px.BufferResponseBytes},
+		{"proxy.lookahead", int64(px.Lookahead)},
+		{"proxy.streamIdleTimeout", int64(px.StreamIdleTimeout)},
+		{"proxy.streamTimeout", int64(px.StreamTimeout)},
+		{"proxy.streamHold", int64(px.StreamHold)},
+		{"compression.minLength", cmp.MinLength},
+	} {
+		if tt.got >= 0 {
+			t.Errorf("%s: 0 in the file maps to %d, want a negative value (none), not the component's default", tt.key, tt.got)
+		}
+	}
+	if got := ctrl.Limit.(*limit.Fixed).Limit(); got != admission.MaxLimit {
+		t.Errorf("server.maxConcurrentRequests: 0 in the file is a cap of %d, want none (admission.MaxLimit)", got)
 	}
 }

@@ -8,11 +8,9 @@ import (
 	"os"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/internal/proxy"
 	"github.com/sluicehq/sluice/internal/supervisor"
 	"github.com/sluicehq/sluice/limit"
-	"github.com/sluicehq/sluice/server"
 )
 
 // mode is what differs between front mode (*front) and library mode
@@ -151,33 +149,4 @@ func withPing(path string, h http.Handler) http.Handler {
 		w.Header().Set("Cache-Control", "no-store")
 		io.WriteString(w, "pong\n")
 	})
-}
-
-// newServer builds the server of the front from the configuration.
-func newServer(sc config.Server, h http.Handler, ready func() bool, log *slog.Logger) *server.Server {
-	return &server.Server{
-		Addr:             sc.Listen,
-		Handler:          h,
-		H2C:              sc.H2C,
-		KeepAliveTimeout: orNone(sc.KeepAliveTimeout),
-		HeadersTimeout:   orNone(sc.HeadersTimeout),
-		RequestTimeout:   orNone(sc.RequestTimeout),
-		ShutdownTimeout:  sc.ShutdownTimeout,
-		DrainDelay:       orNone(sc.DrainDelay),
-		MaxHeaderBytes:   int(sc.MaxHeaderBytes),
-		MaxConnections:   int(orNone(time.Duration(sc.MaxConnections))),
-		SendTimeout:      orNone(sc.SendTimeout),
-		HealthPath:       sc.HealthPath,
-		ReadyPath:        sc.ReadyPath,
-		Ready:            ready,
-		Logger:           log,
-	}
-}
-
-// orNone maps the file's 0 ("no limit") onto the components' negative.
-func orNone(d time.Duration) time.Duration {
-	if d == 0 {
-		return -1
-	}
-	return d
 }
