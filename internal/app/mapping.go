@@ -34,7 +34,6 @@ func none[T ~int | ~int64](v T) T {
 	return v
 }
 
-
 // classifier builds the request classifier from routes, tenants and trust.
 func classifier(cfg *config.Config) (*admission.Classifier, error) {
 	key, err := admission.ParseTenantKey(cfg.Tenants.Key)
@@ -86,7 +85,7 @@ func proxyOptions(cfg *config.Config, ctrl *admission.Controller, log *slog.Logg
 		WorkerLimit:         proxy.WorkerLimit{MaxSaturation: cfg.Server.Backpressure.SaturationMax},
 		Timeout:             none(p.Timeout),
 		MaxBodyBytes:        none(p.MaxBodyBytes), // bounded by MaxBufferedBytes alone
-		MaxBufferedBytes:    p.MaxBufferedBytes, // 0: derived from the machine, as in the file
+		MaxBufferedBytes:    p.MaxBufferedBytes,   // 0: derived from the machine, as in the file
 		BufferResponseBytes: none(p.BufferResponseBytes),
 		MaxUpgrades:         p.MaxUpgrades,
 		Lookahead:           none(p.Lookahead),
