@@ -91,7 +91,13 @@ func TestWarnings(t *testing.T) {
 			name: "library mode: a route's fallback, not its timeout",
 			src:  "routes:\n  - timeout: 2s\n    fallback: {body: shell}\n",
 			want: []string{"3 routes[0].fallback"},
-			msg:  "fallbacks are served by the proxy",
+			msg:  "without workers or upstreams: nothing is proxied",
+		},
+		{
+			name: "library mode: a route's stream bounds",
+			src:  "routes:\n  - streamIdleTimeout: 2s\n    streamTimeout: 1m\n",
+			want: []string{"2 routes[0].streamIdleTimeout", "3 routes[0].streamTimeout"},
+			msg:  "nothing is proxied",
 		},
 		{
 			name: "library mode: the proxy's keys count in front mode",
