@@ -80,9 +80,7 @@ func proxyOptions(cfg *config.Config, ctrl *admission.Controller, log *slog.Logg
 	p := cfg.Proxy
 	o := proxy.Options{
 		Controller: ctrl,
-		// server.backpressure.eluMax, applied per worker: the saturation
-		// each adaptive worker's limit keeps under.
-		WorkerLimit:         proxy.WorkerLimit{MaxSaturation: cfg.Server.Backpressure.SaturationMax},
+		WorkerLimit:         proxy.WorkerLimit{MaxSaturation: p.SaturationMax},
 		Timeout:             none(p.Timeout),
 		MaxBodyBytes:        none(p.MaxBodyBytes), // bounded by MaxBufferedBytes alone
 		MaxBufferedBytes:    p.MaxBufferedBytes,   // 0: derived from the machine, as in the file

@@ -33,18 +33,30 @@ func TestSupervisorOptionsConcurrency(t *testing.T) {
 	}
 }
 
-// In front mode server.backpressure.eluMax is each adaptive worker's threshold.
+// proxy.saturationMax is each adaptive worker's threshold; so is the
+// deprecated server.backpressure.saturationMax (eluMax) in front mode, when
+// proxy.saturationMax is not written.
 func TestProxyOptionsWorkerLimit(t *testing.T) {
-	cfg, err := config.Parse("t", []byte("server: {backpressure: {eluMax: 0.7}}\nworkers: {command: w}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, err := proxyOptions(cfg, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := o.WorkerLimit.MaxSaturation; got != 0.7 {
-		t.Errorf("got WorkerLimit.MaxSaturation %v, want 0.7 (server.backpressure.eluMax)", got)
+	for _, tt := range []struct {
+		yaml string
+		want float64
+	}{
+		{"workers: {command: w}", 0.95},
+		{"proxy: {saturationMax: 0.6}\nworkers: {command: w}", 0.6},
+		{"server: {backpressure: {eluMax: 0.7}}\nworkers: {command: w}", 0.7},
+		{"server: {backpressure: {saturationMax: 0.7}}\nproxy: {saturationMax: 0.6}\nworkers: {command: w}", 0.6},
+	} {
+		cfg, err := config.Parse("t", []byte(tt.yaml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := proxyOptions(cfg, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := o.WorkerLimit.MaxSaturation; got != tt.want {
+			t.Errorf("%q: got WorkerLimit.MaxSaturation %v, want %v", tt.yaml, got, tt.want)
+		}
 	}
 }
 

@@ -191,7 +191,10 @@ type Backpressure struct {
 	// SaturationMax is the saturation in (0, 1] at or above which the limit
 	// shrinks and new requests are shed instead of queued. "eluMax", the
 	// Node.js server's name for it, is accepted in the file as an alias.
-	SaturationMax float64 `yaml:"saturationMax" alias:"eluMax"`
+	// In front mode, where each worker has its own limit, a file's value
+	// is taken, with a warning, for Proxy.SaturationMax, which it was
+	// before that key existed.
+	SaturationMax float64 `yaml:"saturationMax" alias:"eluMax" mode:"library"`
 	// SampleWindow is how often the limit is recomputed; > 0.
 	SampleWindow time.Duration `yaml:"sampleWindow"`
 	// SmoothingFactor is the EWMA weight in (0, 1] of each latency sample.
@@ -424,11 +427,6 @@ type Proxy struct {
 	// worker before being sent, so a slow client does not hold the worker.
 	// Longer ones are streamed. 0 = stream everything.
 	BufferResponseBytes int64 `yaml:"bufferResponseBytes" form:"size" mode:"front"`
-	// RetryIdempotent has no effect; it is kept so that existing files
-	// load. A request that reached its worker is never sent to another
-	// (one poisonous request must not kill two workers); one none of which
-	// was written always is.
-	RetryIdempotent bool `yaml:"retryIdempotent"`
 	// MaxUpgrades bounds the upgraded connections (WebSocket) relayed at
 	// once; past it an upgrade gets 503. They hold no worker slot. >= 1.
 	MaxUpgrades int `yaml:"maxUpgrades" mode:"front"`
@@ -450,6 +448,10 @@ type Proxy struct {
 	// MaxStreams bounds the streams that hold no render slot; past it an
 	// event stream gets 503. >= 1.
 	MaxStreams int `yaml:"maxStreams" mode:"front"`
+	// SaturationMax is the saturation in (0, 1] each adaptive worker's
+	// limit (concurrency auto) keeps under: the worker's own report (a
+	// Node.js worker's event-loop utilization).
+	SaturationMax float64 `yaml:"saturationMax" mode:"front"`
 }
 
 // MaxLookahead bounds proxy.lookahead: the proxy's own bound
@@ -586,13 +588,13 @@ func Default() *Config {
 			MaxBodyBytes:        10 << 20,
 			MaxHeaderFields:     100,
 			BufferResponseBytes: 1 << 20,
-			RetryIdempotent:     true,
 			MaxUpgrades:         1024,
 			Lookahead:           1,
 			StreamIdleTimeout:   60 * time.Second,
 			StreamTimeout:       time.Hour,
 			StreamHold:          5 * time.Second,
 			MaxStreams:          1024,
+			SaturationMax:       0.95,
 		},
 		Overload: Overload{
 			PriorityMinShare: 0.05,

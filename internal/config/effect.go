@@ -61,16 +61,25 @@ func (v *validator) obsoletef(c *Config, path, why string) {
 	v.warns = append(v.warns, &Error{File: v.file, Line: v.line(path), Path: path, Msg: why, Warning: true})
 }
 
+// removedKeys are keys the file no longer has, by path, with why: a file
+// that writes one still loads, and is warned that it does nothing. They
+// are in no struct, so in no default and no diff.
+var removedKeys = map[string]string{
+	"proxy.retryIdempotent": "has no effect and is deprecated: a request is sent to another worker only when none of it reached the first (one poisonous request must not kill two workers); remove the key",
+}
+
 // effects reports the keys that have no effect (see above).
 func (v *validator) effects(c *Config) {
-	v.obsoletef(c, "proxy.retryIdempotent", "has no effect: a request is sent to another worker only when none of it reached the first (one poisonous request must not kill two workers)")
+	for _, path := range sortedKeys(removedKeys) {
+		v.obsoletef(c, path, removedKeys[path])
+	}
 	const bp = "server.backpressure."
 	b := &c.Server.Backpressure
 	v.modes(c)
 	if c.FrontMode() {
 		v.warnf(c, bp+"sampleWindow", "only sets how often shed counts are logged %s: each worker's limit is recomputed on a window of its own", frontMode(c))
 		if !anyAdaptive(c) {
-			v.warnf(c, bp+"saturationMax", "has no effect %s at a fixed concurrency: it is the saturation each worker's adaptive limit keeps under with concurrency: auto", frontMode(c))
+			v.warnf(c, "proxy.saturationMax", "has no effect %s at a fixed concurrency: it is the saturation each worker's adaptive limit keeps under with concurrency: auto", frontMode(c))
 		}
 	}
 	if !b.Enabled {
@@ -107,6 +116,23 @@ func (v *validator) effects(c *Config) {
 	if w := c.Workers; w != nil && w.WarmupRequests == 0 && w.WarmupPath != "" {
 		v.warnf(c, "workers.warmupPath", "has no effect with warmupRequests 0: no warm-up request is sent")
 	}
+}
+
+// saturationAlias makes server.backpressure.saturationMax (or eluMax),
+// written in front mode, stand for proxy.saturationMax, which it was
+// before that key existed, with a warning naming both. Written beside
+// proxy.saturationMax it is unused, and says so.
+func (v *validator) saturationAlias(c *Config) {
+	const old, key = "server.backpressure.saturationMax", "proxy.saturationMax"
+	if s := c.Server.Backpressure.SaturationMax; !c.FrontMode() || !v.set(old) || atDefault(c, old) || !(s > 0 && s <= 1) {
+		return
+	}
+	if v.set(key) {
+		v.obsoletef(c, old, "has no effect "+frontMode(c)+": proxy.saturationMax, also written, sets each adaptive worker's limit")
+		return
+	}
+	c.Proxy.SaturationMax = c.Server.Backpressure.SaturationMax
+	v.obsoletef(c, old, "is deprecated "+frontMode(c)+": it is taken for proxy.saturationMax, the saturation each adaptive worker's limit keeps under; write that key instead")
 }
 
 // modes reports the keys the file writes that act only in the other mode

@@ -82,6 +82,7 @@ func ParseWith(name string, data []byte, o Overrides) (*Loaded, error) {
 // or every error (those already found, errs, first) in file order.
 func (v *validator) check(cfg *Config, source string, o Overrides, errs Errors) (*Loaded, error) {
 	v.override(cfg, o)
+	v.saturationAlias(cfg)
 	v.config(cfg)
 	errs = append(errs, v.errs...)
 	redact(errs, cfg)

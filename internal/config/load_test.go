@@ -29,10 +29,9 @@ func TestExampleFileValidates(t *testing.T) {
 		t.Fatalf("examples/sluice.yaml: %v", err)
 	}
 	cfg := l.Config
-	// The example sets values other than the defaults, and the Node.js
-	// server's spelling of them (eluMax).
-	if cfg.Workers == nil || cfg.Server.Backpressure.SaturationMax != 0.9 || len(cfg.Routes) == 0 {
-		t.Errorf("got %+v, want workers, eluMax 0.9 and routes from the example", cfg)
+	// The example sets values other than the defaults.
+	if cfg.Workers == nil || cfg.Proxy.SaturationMax != 0.9 || len(cfg.Routes) == 0 {
+		t.Errorf("got %+v, want workers, proxy.saturationMax 0.9 and routes from the example", cfg)
 	}
 }
 

@@ -71,15 +71,11 @@ func checkCovers(t *testing.T, name, src string) {
 		}
 	}
 	for _, p := range schemaPaths() {
-		if !seen[p] && !obsolete[p] {
+		if !seen[p] {
 			t.Errorf("%s does not show %s", name, p)
 		}
 	}
 }
-
-// obsolete are the keys kept only so that old files load: writing them
-// warns, so the starting files do not show them.
-var obsolete = map[string]bool{"proxy.retryIdempotent": true}
 
 func TestDefaultYAMLShowsEveryKey(t *testing.T) {
 	checkCovers(t, "defaults.yaml", string(defaultYAML))

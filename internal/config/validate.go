@@ -413,6 +413,9 @@ func (v *validator) proxy(c *Config) {
 	}
 	v.atLeast("proxy.maxHeaderFields", c.Proxy.MaxHeaderFields, 1)
 	v.atLeast("proxy.maxStreams", c.Proxy.MaxStreams, 1)
+	if s := c.Proxy.SaturationMax; !(s > 0 && s <= 1) {
+		v.errorf("proxy.saturationMax", "%v is outside (0, 1]", s)
+	}
 	if p != "" && (p == c.Server.HealthPath || p == c.Server.ReadyPath) {
 		v.errorf("proxy.pingPath", "%q is also server.healthPath or server.readyPath", p)
 	}
