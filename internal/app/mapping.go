@@ -79,7 +79,7 @@ func routes(cfg *config.Config, base string) (*admission.Classifier, *routeFallb
 func proxyOptions(cfg *config.Config, ctrl *admission.Controller, log *slog.Logger) (proxy.Options, error) {
 	p := cfg.Proxy
 	o := proxy.Options{
-		Controller: ctrl,
+		Controller:          ctrl,
 		WorkerLimit:         proxy.WorkerLimit{MaxSaturation: p.SaturationMax},
 		Timeout:             none(p.Timeout),
 		MaxBodyBytes:        none(p.MaxBodyBytes), // bounded by MaxBufferedBytes alone
