@@ -231,8 +231,8 @@ func staticOptions(u *config.Upstreams, log *slog.Logger) supervisor.StaticOptio
 		HealthPath: u.HealthCheck.Path,
 		Interval:   u.HealthCheck.Interval,
 		Timeout:    u.HealthCheck.Timeout,
-		Fall:       u.HealthCheck.Fails,
-		Rise:       u.HealthCheck.Passes,
+		Fails:      u.HealthCheck.Fails,
+		Passes:     u.HealthCheck.Passes,
 		Logger:     log,
 	}
 	for _, s := range u.Servers {

@@ -6,7 +6,6 @@ import (
 
 	"github.com/sluicehq/sluice/admission"
 	"github.com/sluicehq/sluice/internal/config"
-	"github.com/sluicehq/sluice/internal/proxy"
 	"github.com/sluicehq/sluice/limit"
 )
 
@@ -83,9 +82,6 @@ func TestProxyOptionsLookahead(t *testing.T) {
 			t.Errorf("%q: got Lookahead %d, want %d", tt.yaml, o.Lookahead, tt.want)
 		}
 	}
-	if config.MaxLookahead != proxy.MaxLookahead {
-		t.Errorf("config.MaxLookahead %d, proxy.MaxLookahead %d: want one bound", config.MaxLookahead, proxy.MaxLookahead)
-	}
 }
 
 // workers.poison gives the proxy a table of shapes; off, or in front of
@@ -159,8 +155,8 @@ func TestStaticOptions(t *testing.T) {
 	if u := o.Upstreams[2]; u.Concurrency != 9 || !u.Adaptive {
 		t.Errorf("third upstream: got %+v, want adaptive up to 9", u)
 	}
-	if o.HealthPath != "/healthz" || o.Fall != 2 || o.Rise != 3 {
-		t.Errorf("health check: got path %q fall %d rise %d", o.HealthPath, o.Fall, o.Rise)
+	if o.HealthPath != "/healthz" || o.Fails != 2 || o.Passes != 3 {
+		t.Errorf("health check: got path %q fails %d passes %d, want /healthz 2 3", o.HealthPath, o.Fails, o.Passes)
 	}
 }
 
