@@ -25,13 +25,14 @@ import (
 //   - A valid one is applied where it can be while requests are served
 //     (the keys tagged reload:"live" or "roll" in internal/config: routes,
 //     trust, tenants, compression, the access log, a fixed limit, the TLS
-//     files, the workers' command, environment and directory). A key that needs a restart (listen addresses, timeouts,
-//     the queue, ...) is logged as a warning naming it, at every reload
-//     while the file differs from what runs, and its running value is kept.
+//     files, the workers' command, environment and directory). A key that
+//     needs a restart (listen addresses, timeouts, the queue, ...) is
+//     logged as a warning naming it, at every reload while the file
+//     differs from what runs, and its running value is kept.
 //   - The workers are rolled, one slot at a time, when their command,
 //     environment or directory changed. SIGHUP rolls them in any case, as
-//     nginx replaces its workers on every reload and as sluice's SIGHUP
-//     always did (a deploy of the workers' code sends it); POST
+//     nginx replaces its workers on every reload: a deploy of the workers'
+//     code sends it, with the same file and command; POST
 //     /config/reload rolls them only for such a change, and POST
 //     /workers/restart rolls them alone.
 //

@@ -192,8 +192,8 @@ type Backpressure struct {
 	// shrinks and new requests are shed instead of queued. "eluMax", the
 	// Node.js server's name for it, is accepted in the file as an alias.
 	// In front mode, where each worker has its own limit, a file's value
-	// is taken, with a warning, for Proxy.SaturationMax, which it was
-	// before that key existed.
+	// is taken, with a warning, for Proxy.SaturationMax: a file written for
+	// the Node.js server tunes its workers' threshold with this key.
 	SaturationMax float64 `yaml:"saturationMax" alias:"eluMax" mode:"library"`
 	// SampleWindow is how often the limit is recomputed; > 0.
 	SampleWindow time.Duration `yaml:"sampleWindow"`

@@ -119,9 +119,10 @@ func (v *validator) effects(c *Config) {
 }
 
 // saturationAlias makes server.backpressure.saturationMax (or eluMax),
-// written in front mode, stand for proxy.saturationMax, which it was
-// before that key existed, with a warning naming both. Written beside
-// proxy.saturationMax it is unused, and says so.
+// written in front mode, stand for proxy.saturationMax, with a warning
+// naming both: a file written for the Node.js server, where one key tunes
+// the process and its workers alike, keeps its workers' threshold. Written
+// beside proxy.saturationMax it is unused, and says so.
 func (v *validator) saturationAlias(c *Config) {
 	const old, key = "server.backpressure.saturationMax", "proxy.saturationMax"
 	if s := c.Server.Backpressure.SaturationMax; !c.FrontMode() || !v.set(old) || atDefault(c, old) || !(s > 0 && s <= 1) {
