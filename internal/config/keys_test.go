@@ -137,3 +137,41 @@ func TestModeKeysDocumented(t *testing.T) {
 		}
 	}
 }
+
+// The front-mode defaults show every key but those of library mode, and a
+// file made of them with workers added is quiet: no key there does
+// nothing.
+func TestDefaultFrontYAML(t *testing.T) {
+	src := DefaultFrontYAML()
+	cfg, err := Parse("front", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(cfg, Default()) {
+		t.Errorf("DefaultFrontYAML parses to %+v, want Default()", cfg)
+	}
+	seen := pathsIn(t, "front", src)
+	for _, k := range Keys() {
+		if k.Mode == LibraryOnly && seen[k.Path] {
+			t.Errorf("DefaultFrontYAML shows %s, which acts only in library mode", k.Path)
+		}
+		if k.Mode == BothModes && !strings.HasPrefix(k.Path, "routes") && !strings.HasPrefix(k.Path, "tenants.quota") && !seen[k.Path] {
+			t.Errorf("DefaultFrontYAML does not show %s", k.Path)
+		}
+	}
+	l, err := ParseWith("front", append(src, "workers: {command: w}\n"...), Overrides{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Warnings) > 0 {
+		t.Errorf("DefaultFrontYAML with workers: got warnings %v, want none", l.Warnings)
+	}
+}
+
+func TestDropKeys(t *testing.T) {
+	src := "a:\n  b: 1   # one\n       # its second line\n  c:\n    d: 2\n  e: 3\n# x:\nb: 4\n"
+	got := string(dropKeys([]byte(src), map[string]bool{"a.b": true, "a.c": true, "b": false}))
+	if want := "a:\n  e: 3\n# x:\nb: 4\n"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}

@@ -164,6 +164,61 @@ var defaultYAML []byte
 // every key with its default. Parsing it yields Default.
 func DefaultYAML() []byte { return bytes.Clone(defaultYAML) }
 
+// DefaultFrontYAML returns DefaultYAML without the keys that act only in
+// library mode (their mode tag, keys.go): the defaults a file for workers
+// or upstreams starts from, none of them a key that does nothing there.
+// Parsing it yields Default too.
+func DefaultFrontYAML() []byte {
+	drop := make(map[string]bool)
+	for _, k := range modeKeys() {
+		if k.Mode == LibraryOnly {
+			drop[k.Path] = true
+		}
+	}
+	return dropKeys(defaultYAML, drop)
+}
+
+var keyLine = regexp.MustCompile(`^( *)([A-Za-z]+):`)
+
+// dropKeys returns src, a YAML file indented as defaults.yaml is, without
+// the keys whose dotted paths drop holds: each such key's line, the lines
+// under it and the comment lines that continue its own.
+func dropKeys(src []byte, drop map[string]bool) []byte {
+	type level struct {
+		indent int
+		key    string
+	}
+	var (
+		out      bytes.Buffer
+		stack    []level
+		dropping = -1 // the indent of the key being dropped
+	)
+	for _, line := range bytes.SplitAfter(src, []byte("\n")) {
+		body := bytes.TrimLeft(line, " ")
+		indent := len(line) - len(body)
+		if dropping >= 0 && indent > dropping && len(bytes.TrimSpace(body)) > 0 {
+			continue
+		}
+		dropping = -1
+		if m := keyLine.FindSubmatch(line); m != nil {
+			for len(stack) > 0 && stack[len(stack)-1].indent >= indent {
+				stack = stack[:len(stack)-1]
+			}
+			stack = append(stack, level{indent, string(m[2])})
+			path := stack[0].key
+			for _, l := range stack[1:] {
+				path += "." + l.key
+			}
+			if drop[path] {
+				dropping = indent
+				continue
+			}
+		}
+		out.Write(line)
+	}
+	return out.Bytes()
+}
+
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
 // parseYAML returns the root mapping of the single document in data, or nil
