@@ -167,4 +167,3 @@ func TestValidatePrintFrontDefaults(t *testing.T) {
 		t.Errorf("--print-defaults=back: got %d %q, want 2, a usage error", code, stderr)
 	}
 }
-
