@@ -14,14 +14,15 @@ import (
 //	reload:"live"     a reload applies it while requests are served
 //	reload:"roll"     a reload applies it to the workers started from then
 //	                  on, and rolls the workers
-//	reload:"restart"  it needs a restart (what an untagged key inherits
-//	                  when no section above it says otherwise)
+//	reload:"restart"  it needs a restart, though a section above it is live
 //	mode:"front"      it acts only in front mode (workers or upstreams)
 //	mode:"library"    it acts only in library mode (neither)
 //	form:"size"       a size in bytes, written with a unit or without
 //
 // A tag on a section holds for every key below it, unless a key's own tag
-// says otherwise. An untagged key needs a restart and acts in both modes.
+// says otherwise. A key untagged, with no tagged section above it, needs a
+// restart and acts in both modes. Which keys turn each other off (no queue,
+// no CoDel) is a rule between values, in effect.go, not a fact of one key.
 
 // Reload says what a reload does with a key whose value changed.
 type Reload int
