@@ -164,7 +164,7 @@ func (a *App) build(o Options, base string, lib *library) error {
 		return err
 	}
 	if lib != nil {
-		lib.serve(a.cfg, o.Library, a.admit)
+		lib.serve(o.Library, a.admit)
 		a.mode = lib
 	} else {
 		f, err := newFront(a, base, o.WorkerOutput)
@@ -217,10 +217,10 @@ func (a *App) admit(h http.Handler) http.Handler {
 	return (&admission.Middleware{Controller: a.ctrl, Classify: a.live.classify, Observe: observeAdmission}).Wrap(h)
 }
 
-// newServer builds the handler around the mode's (the live part, the
-// admin's response counter, wrap) and the server that serves it.
+// newServer builds the handler around the mode's (the ping path, the live
+// part, the admin's response counter, wrap) and the server that serves it.
 func (a *App) newServer(base string, wrap func(http.Handler) http.Handler) error {
-	h, err := a.live.front(a.cfg, a.mode.handler(), a.log)
+	h, err := a.live.front(a.cfg, withPing(a.cfg.Proxy.PingPath, a.mode.handler()), a.log)
 	if err != nil {
 		return err
 	}

@@ -16,19 +16,21 @@ func compression(c config.Compression, h http.Handler) (http.Handler, error) {
 	if !c.Enabled {
 		return h, nil
 	}
-	minLength := c.MinLength
-	if minLength == 0 {
-		minLength = -1 // the file's 0 is any size; the package's is its default
-	}
-	cmp, err := compress.New(compress.Options{
-		MinLength:   minLength,
-		Types:       c.Types,
-		Encodings:   c.Encodings,
-		GzipLevel:   c.GzipLevel,
-		BrotliLevel: c.BrotliLevel,
-	})
+	cmp, err := compress.New(compressOptions(c))
 	if err != nil {
 		return nil, err
 	}
 	return cmp.Wrap(h), nil
+}
+
+// compressOptions maps the compression section onto the compressor's
+// options.
+func compressOptions(c config.Compression) compress.Options {
+	return compress.Options{
+		MinLength:   none(c.MinLength), // the file's 0 is any size
+		Types:       c.Types,
+		Encodings:   c.Encodings,
+		GzipLevel:   c.GzipLevel,
+		BrotliLevel: c.BrotliLevel,
+	}
 }

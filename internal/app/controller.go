@@ -17,13 +17,17 @@ import (
 // none): the proxy sets the Controller's ceiling to the sum of its workers'
 // limits, and sig is not used. In library mode it is the configured
 // backpressure algorithm over the process's own saturation signal sig.
+//
+// TenantWeight is left nil: tenants.weights change on reload, so the App
+// gives the Controller a TenantWeight that reads them where a reload
+// stores them (live.controllerOptions).
 func ControllerOptions(cfg *config.Config, sig limit.Signal, log *slog.Logger) (admission.Options, error) {
 	o := queueOptions(cfg, log)
 	s, bp := cfg.Server, cfg.Server.Backpressure
 	if cfg.FrontMode() {
 		// A hard ceiling on requests in flight across all workers; each
 		// worker's own limit is the proxy's business.
-		o.Limit = limit.NewFixed(capOrNone(s.MaxConcurrentRequests))
+		o.Limit = limit.NewFixed(maxInFlight(s.MaxConcurrentRequests))
 		if !bp.Enabled {
 			o.QueueSize = -1
 		}
@@ -32,7 +36,7 @@ func ControllerOptions(cfg *config.Config, sig limit.Signal, log *slog.Logger) (
 	if !bp.Enabled {
 		// Only the static limit, with the excess shed at once rather than
 		// queued: a plain cap; with none, no limit at all.
-		o.Limit, o.QueueSize = limit.NewFixed(capOrNone(s.MaxConcurrentRequests)), -1
+		o.Limit, o.QueueSize = limit.NewFixed(maxInFlight(s.MaxConcurrentRequests)), -1
 		return o, nil
 	}
 	o.Signal = sig
@@ -44,8 +48,8 @@ func ControllerOptions(cfg *config.Config, sig limit.Signal, log *slog.Logger) (
 func queueOptions(cfg *config.Config, log *slog.Logger) admission.Options {
 	bp := cfg.Server.Backpressure
 	o := admission.Options{
-		QueueSize:          bp.QueueSize,
-		QueueTimeout:       bp.QueueTimeout,
+		QueueSize:          none(bp.QueueSize),
+		QueueTimeout:       none(bp.QueueTimeout),
 		MaxSaturation:      bp.SaturationMax,
 		SampleWindow:       bp.SampleWindow,
 		SmoothingFactor:    bp.SmoothingFactor,
@@ -55,25 +59,16 @@ func queueOptions(cfg *config.Config, log *slog.Logger) admission.Options {
 		MaxTrackedTenants:  cfg.Tenants.MaxTracked,
 		AdaptiveLIFO:       cfg.Overload.AdaptiveLIFO,
 	}
-	if o.QueueSize == 0 {
-		o.QueueSize = -1 // the file's 0 is "no queue"
-	}
-	if o.QueueTimeout == 0 {
-		o.QueueTimeout = -1 // the file's 0 is "no timeout"
-	}
 	if cfg.Overload.CoDel.Enabled {
 		o.CoDelTarget, o.CoDelInterval = cfg.Overload.CoDel.Target, cfg.Overload.CoDel.Interval
-	}
-	if w := cfg.Tenants.Weights; len(w) > 0 {
-		o.TenantWeight = func(t string) float64 { return w[t] }
 	}
 	return o
 }
 
-// capOrNone is server.maxConcurrentRequests as a fixed limit: the file's
-// 0 is no limit.
-func capOrNone(n int) int {
-	if n <= 0 {
+// maxInFlight is server.maxConcurrentRequests as a limit: its "none" is
+// the most a Controller can enforce.
+func maxInFlight(n int) int {
+	if none(n) < 0 {
 		return admission.MaxLimit
 	}
 	return n
@@ -83,10 +78,7 @@ func capOrNone(n int) int {
 // under the ceiling of backpressure.maxLimit and maxConcurrentRequests.
 func libraryLimit(cfg *config.Config, o *admission.Options) error {
 	s, bp := cfg.Server, cfg.Server.Backpressure
-	ceiling := bp.MaxLimit
-	if s.MaxConcurrentRequests > 0 && s.MaxConcurrentRequests < ceiling {
-		ceiling = s.MaxConcurrentRequests
-	}
+	ceiling := min(bp.MaxLimit, maxInFlight(s.MaxConcurrentRequests))
 	initial, floor := min(bp.StartLimit(), ceiling), min(bp.MinLimit, ceiling)
 	var err error
 	switch bp.Algorithm {

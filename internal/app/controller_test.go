@@ -163,9 +163,8 @@ tenants:
 	if o.CoDelTarget != 7*time.Millisecond || o.CoDelInterval != 70*time.Millisecond {
 		t.Errorf("got CoDel %v / %v, want 7ms / 70ms", o.CoDelTarget, o.CoDelInterval)
 	}
-	if o.TenantWeight == nil {
-		t.Fatal("got no tenant weights")
-	}
+	var l live
+	l.controllerOptions(cfg, &o)
 	if got := o.TenantWeight("acme"); got != 2.5 {
 		t.Errorf("weight of acme: got %v, want 2.5", got)
 	}
@@ -187,8 +186,8 @@ tenants:
 	if o, err = ControllerOptions(off, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	if o.CoDelTarget != 0 || o.CoDelInterval != 0 || o.TenantWeight != nil {
-		t.Errorf("CoDel off, no weights: got CoDel %v / %v, weights set %v", o.CoDelTarget, o.CoDelInterval, o.TenantWeight != nil)
+	if o.CoDelTarget != 0 || o.CoDelInterval != 0 {
+		t.Errorf("CoDel off: got CoDel %v / %v, want none", o.CoDelTarget, o.CoDelInterval)
 	}
 }
 

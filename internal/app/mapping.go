@@ -15,10 +15,24 @@ import (
 	"github.com/sluicehq/sluice/internal/poison"
 	"github.com/sluicehq/sluice/internal/proxy"
 	"github.com/sluicehq/sluice/internal/supervisor"
+	"github.com/sluicehq/sluice/server"
 )
 
-// The options of the classifier, the proxy, the supervisor and the static
-// upstreams, from the configuration (see controller.go).
+// The options of the server, the classifier, the proxy, the supervisor and
+// the static upstreams, from the configuration (see controller.go).
+
+// none is where the file's zero becomes the components'. In sluice.yaml a
+// bound written 0 is off: no timeout, no limit, no queue
+// (docs/configuration.md, "Zero"). A component's zero value is its
+// default, so that its zero Options work, and a negative value is its
+// "none". Every option whose key's 0 is "none" is mapped through none,
+// and nothing else translates zero (TestZeroIsNone).
+func none[T ~int | ~int64](v T) T {
+	if v == 0 {
+		return -1
+	}
+	return v
+}
 
 // classifier builds the request classifier from routes, tenants and trust.
 func classifier(cfg *config.Config) (*admission.Classifier, error) {
@@ -59,35 +73,28 @@ func routes(cfg *config.Config, base string) (*admission.Classifier, *routeFallb
 	return cls, fbs, nil
 }
 
-// proxyOptions builds the proxy's options; the routes' fallbacks are
-// chosen per request (routeFallbacks), through live.
-func proxyOptions(cfg *config.Config, ctrl *admission.Controller, cls *admission.Classifier, base string, log *slog.Logger) (proxy.Options, error) {
+// proxyOptions builds the proxy's options but those a reload changes
+// (Classify, Trust, SelectFallback, SelectStreamBounds), which
+// live.proxyOptions sets.
+func proxyOptions(cfg *config.Config, ctrl *admission.Controller, log *slog.Logger) (proxy.Options, error) {
 	p := cfg.Proxy
 	o := proxy.Options{
-		Controller: ctrl,
-		// server.backpressure.eluMax, applied per worker: the saturation
-		// each adaptive worker's limit keeps under.
-		WorkerLimit:         proxy.WorkerLimit{MaxSaturation: cfg.Server.Backpressure.SaturationMax},
-		Classify:            cls.Classify,
-		PingPath:            p.PingPath,
-		NoPing:              p.PingPath == "",
-		Timeout:             p.Timeout,
-		MaxBodyBytes:        p.MaxBodyBytes,
-		MaxBufferedBytes:    p.MaxBufferedBytes, // 0: derived from the machine, as in the file
-		BufferResponseBytes: p.BufferResponseBytes,
+		Controller:          ctrl,
+		WorkerLimit:         proxy.WorkerLimit{MaxSaturation: p.SaturationMax},
+		Timeout:             none(p.Timeout),
+		MaxBodyBytes:        none(p.MaxBodyBytes), // bounded by MaxBufferedBytes alone
+		MaxBufferedBytes:    p.MaxBufferedBytes,   // 0: derived from the machine, as in the file
+		BufferResponseBytes: none(p.BufferResponseBytes),
 		MaxUpgrades:         p.MaxUpgrades,
-		Lookahead:           p.Lookahead,
-		StreamIdleTimeout:   orNone(p.StreamIdleTimeout),
-		StreamTimeout:       orNone(p.StreamTimeout),
-		StreamHold:          orNone(p.StreamHold),
+		Lookahead:           none(p.Lookahead),
+		StreamIdleTimeout:   none(p.StreamIdleTimeout),
+		StreamTimeout:       none(p.StreamTimeout),
+		StreamHold:          none(p.StreamHold),
 		MaxStreams:          p.MaxStreams,
 		SlowStart:           slowStart(cfg),
 		Logger:              log,
 	}
 	o.MaxHeaderFields, o.UnderscoresInHeaders = p.MaxHeaderFields, p.UnderscoresInHeaders
-	o.Trust = func(r *http.Request) proxy.Trust {
-		return proxy.Trust{Peer: cls.Trusted(r), Proxy: cls.TrustedProxy(r)}
-	}
 	if w := cfg.Workers; w != nil && w.Poison.Enabled {
 		// Only supervised workers: the supervisor reports their deaths.
 		t, err := poison.New(poison.Options{After: w.Poison.After, Window: w.Poison.Window,
@@ -96,18 +103,6 @@ func proxyOptions(cfg *config.Config, ctrl *admission.Controller, cls *admission
 			return proxy.Options{}, err
 		}
 		o.Poison = t
-	}
-	if o.Timeout == 0 {
-		o.Timeout = -1
-	}
-	if o.MaxBodyBytes == 0 {
-		o.MaxBodyBytes = -1 // bounded by MaxBufferedBytes alone
-	}
-	if o.BufferResponseBytes == 0 {
-		o.BufferResponseBytes = -1
-	}
-	if o.Lookahead == 0 {
-		o.Lookahead = -1 // none
 	}
 	return o, nil
 }
@@ -236,8 +231,8 @@ func staticOptions(u *config.Upstreams, log *slog.Logger) supervisor.StaticOptio
 		HealthPath: u.HealthCheck.Path,
 		Interval:   u.HealthCheck.Interval,
 		Timeout:    u.HealthCheck.Timeout,
-		Fall:       u.HealthCheck.Fails,
-		Rise:       u.HealthCheck.Passes,
+		Fails:      u.HealthCheck.Fails,
+		Passes:     u.HealthCheck.Passes,
 		Logger:     log,
 	}
 	for _, s := range u.Servers {
@@ -267,4 +262,25 @@ func Procs(cfg *config.Config, cpus int) int {
 		return cfg.Server.Procs
 	}
 	return cpus
+}
+
+// newServer builds the server of the front from the configuration.
+func newServer(sc config.Server, h http.Handler, ready func() bool, log *slog.Logger) *server.Server {
+	return &server.Server{
+		Addr:             sc.Listen,
+		Handler:          h,
+		H2C:              sc.H2C,
+		KeepAliveTimeout: none(sc.KeepAliveTimeout),
+		HeadersTimeout:   none(sc.HeadersTimeout),
+		RequestTimeout:   none(sc.RequestTimeout),
+		ShutdownTimeout:  sc.ShutdownTimeout,
+		DrainDelay:       none(sc.DrainDelay),
+		MaxHeaderBytes:   int(sc.MaxHeaderBytes),
+		MaxConnections:   none(sc.MaxConnections),
+		SendTimeout:      none(sc.SendTimeout),
+		HealthPath:       sc.HealthPath,
+		ReadyPath:        sc.ReadyPath,
+		Ready:            ready,
+		Logger:           log,
+	}
 }

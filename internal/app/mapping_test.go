@@ -6,7 +6,7 @@ import (
 
 	"github.com/sluicehq/sluice/admission"
 	"github.com/sluicehq/sluice/internal/config"
-	"github.com/sluicehq/sluice/internal/proxy"
+	"github.com/sluicehq/sluice/limit"
 )
 
 // workers.concurrency maps onto the supervisor: auto is adaptive up to
@@ -32,18 +32,30 @@ func TestSupervisorOptionsConcurrency(t *testing.T) {
 	}
 }
 
-// In front mode server.backpressure.eluMax is each adaptive worker's threshold.
+// proxy.saturationMax is each adaptive worker's threshold; so is the
+// deprecated server.backpressure.saturationMax (eluMax) in front mode, when
+// proxy.saturationMax is not written.
 func TestProxyOptionsWorkerLimit(t *testing.T) {
-	cfg, err := config.Parse("t", []byte("server: {backpressure: {eluMax: 0.7}}\nworkers: {command: w}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, err := proxyOptions(cfg, nil, &admission.Classifier{}, "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := o.WorkerLimit.MaxSaturation; got != 0.7 {
-		t.Errorf("got WorkerLimit.MaxSaturation %v, want 0.7 (server.backpressure.eluMax)", got)
+	for _, tt := range []struct {
+		yaml string
+		want float64
+	}{
+		{"workers: {command: w}", 0.95},
+		{"proxy: {saturationMax: 0.6}\nworkers: {command: w}", 0.6},
+		{"server: {backpressure: {eluMax: 0.7}}\nworkers: {command: w}", 0.7},
+		{"server: {backpressure: {saturationMax: 0.7}}\nproxy: {saturationMax: 0.6}\nworkers: {command: w}", 0.6},
+	} {
+		cfg, err := config.Parse("t", []byte(tt.yaml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := proxyOptions(cfg, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := o.WorkerLimit.MaxSaturation; got != tt.want {
+			t.Errorf("%q: got WorkerLimit.MaxSaturation %v, want %v", tt.yaml, got, tt.want)
+		}
 	}
 }
 
@@ -62,16 +74,13 @@ func TestProxyOptionsLookahead(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		o, err := proxyOptions(cfg, nil, &admission.Classifier{}, "", nil)
+		o, err := proxyOptions(cfg, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if o.Lookahead != tt.want {
 			t.Errorf("%q: got Lookahead %d, want %d", tt.yaml, o.Lookahead, tt.want)
 		}
-	}
-	if config.MaxLookahead != proxy.MaxLookahead {
-		t.Errorf("config.MaxLookahead %d, proxy.MaxLookahead %d: want one bound", config.MaxLookahead, proxy.MaxLookahead)
 	}
 }
 
@@ -90,7 +99,7 @@ func TestProxyOptionsPoison(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		o, err := proxyOptions(cfg, nil, &admission.Classifier{}, "", nil)
+		o, err := proxyOptions(cfg, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -115,7 +124,7 @@ func TestProxyOptionsHeaders(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		o, err := proxyOptions(cfg, nil, &admission.Classifier{}, "", nil)
+		o, err := proxyOptions(cfg, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -146,8 +155,8 @@ func TestStaticOptions(t *testing.T) {
 	if u := o.Upstreams[2]; u.Concurrency != 9 || !u.Adaptive {
 		t.Errorf("third upstream: got %+v, want adaptive up to 9", u)
 	}
-	if o.HealthPath != "/healthz" || o.Fall != 2 || o.Rise != 3 {
-		t.Errorf("health check: got path %q fall %d rise %d", o.HealthPath, o.Fall, o.Rise)
+	if o.HealthPath != "/healthz" || o.Fails != 2 || o.Passes != 3 {
+		t.Errorf("health check: got path %q fails %d passes %d, want /healthz 2 3", o.HealthPath, o.Fails, o.Passes)
 	}
 }
 
@@ -220,5 +229,72 @@ func TestProcs(t *testing.T) {
 		if got := Procs(cfg, tt.cpus); got != tt.want {
 			t.Errorf("%q on %d CPUs: Procs = %d, want %d", tt.yaml, tt.cpus, got, tt.want)
 		}
+	}
+}
+
+// A bound the file writes 0 is off in the component it configures, never
+// the component's own default (its zero value): every such key goes
+// through none. Each case names the key and reads the option it sets.
+func TestZeroIsNone(t *testing.T) {
+	cfg, err := config.Parse("t", []byte(`server:
+  keepAliveTimeout: 0
+  headersTimeout: 0
+  requestTimeout: 0
+  drainDelay: 0
+  maxConnections: 0
+  sendTimeout: 0
+  maxConcurrentRequests: 0
+  backpressure: {queueSize: 0, queueTimeout: 0}
+workers: {command: w}
+proxy:
+  timeout: 0
+  maxBodyBytes: 0
+  bufferResponseBytes: 0
+  lookahead: 0
+  streamIdleTimeout: 0
+  streamTimeout: 0
+  streamHold: 0
+compression: {minLength: 0}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := newServer(cfg.Server, nil, nil, nil)
+	px, err := proxyOptions(cfg, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctrl, err := ControllerOptions(cfg, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmp := compressOptions(cfg.Compression)
+	for _, tt := range []struct {
+		key string
+		got int64
+	}{
+		{"server.keepAliveTimeout", int64(srv.KeepAliveTimeout)},
+		{"server.headersTimeout", int64(srv.HeadersTimeout)},
+		{"server.requestTimeout", int64(srv.RequestTimeout)},
+		{"server.drainDelay", int64(srv.DrainDelay)},
+		{"server.maxConnections", int64(srv.MaxConnections)},
+		{"server.sendTimeout", int64(srv.SendTimeout)},
+		{"server.backpressure.queueSize", int64(ctrl.QueueSize)},
+		{"server.backpressure.queueTimeout", int64(ctrl.QueueTimeout)},
+		{"proxy.timeout", int64(px.Timeout)},
+		{"proxy.maxBodyBytes", px.MaxBodyBytes},
+		{"proxy.bufferResponseBytes", px.BufferResponseBytes},
+		{"proxy.lookahead", int64(px.Lookahead)},
+		{"proxy.streamIdleTimeout", int64(px.StreamIdleTimeout)},
+		{"proxy.streamTimeout", int64(px.StreamTimeout)},
+		{"proxy.streamHold", int64(px.StreamHold)},
+		{"compression.minLength", cmp.MinLength},
+	} {
+		if tt.got >= 0 {
+			t.Errorf("%s: 0 in the file maps to %d, want a negative value (none), not the component's default", tt.key, tt.got)
+		}
+	}
+	if got := ctrl.Limit.(*limit.Fixed).Limit(); got != admission.MaxLimit {
+		t.Errorf("server.maxConcurrentRequests: 0 in the file is a cap of %d, want none (admission.MaxLimit)", got)
 	}
 }

@@ -9,11 +9,9 @@ import (
 	"os"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/internal/proxy"
 	"github.com/sluicehq/sluice/internal/supervisor"
 	"github.com/sluicehq/sluice/limit"
-	"github.com/sluicehq/sluice/server"
 )
 
 // mode is what differs between front mode (*front) and library mode
@@ -60,7 +58,7 @@ type front struct {
 func newFront(a *App, base string, workerOut io.Writer) (*front, error) {
 	cfg, log := a.cfg, a.log
 	f := &front{stopIn: 5 * time.Second}
-	o, err := proxyOptions(cfg, a.ctrl, a.live.cls.Load(), base, log)
+	o, err := proxyOptions(cfg, a.ctrl, log)
 	if err != nil {
 		return nil, err
 	}
@@ -130,15 +128,9 @@ func newLibrary(log *slog.Logger) (*library, error) {
 	return &library{sat: rt}, nil
 }
 
-// serve sets the handler: the application behind admit, and the ping
-// path answered before it, as the proxy answers it in front mode.
-func (l *library) serve(cfg *config.Config, app func(func(http.Handler) http.Handler) http.Handler, admit func(http.Handler) http.Handler) {
-	mux := http.NewServeMux()
-	if p := cfg.Proxy.PingPath; p != "" {
-		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "pong\n") })
-	}
-	mux.Handle("/", app(admit))
-	l.h = mux
+// serve sets the handler: the application behind admit.
+func (l *library) serve(app func(func(http.Handler) http.Handler) http.Handler, admit func(http.Handler) http.Handler) {
+	l.h = app(admit)
 }
 
 func (l *library) handler() http.Handler { return l.h }
@@ -151,31 +143,20 @@ func (l *library) stats(*Stats) {}
 // run samples the saturation signal until ctx is done.
 func (l *library) run(ctx context.Context) error { return l.sat.Run(ctx, 100*time.Millisecond) }
 
-// newServer builds the server of the front from the configuration.
-func newServer(sc config.Server, h http.Handler, ready func() bool, log *slog.Logger) *server.Server {
-	return &server.Server{
-		Addr:             sc.Listen,
-		Handler:          h,
-		H2C:              sc.H2C,
-		KeepAliveTimeout: orNone(sc.KeepAliveTimeout),
-		HeadersTimeout:   orNone(sc.HeadersTimeout),
-		RequestTimeout:   orNone(sc.RequestTimeout),
-		ShutdownTimeout:  sc.ShutdownTimeout,
-		DrainDelay:       orNone(sc.DrainDelay),
-		MaxHeaderBytes:   int(sc.MaxHeaderBytes),
-		MaxConnections:   int(orNone(time.Duration(sc.MaxConnections))),
-		SendTimeout:      orNone(sc.SendTimeout),
-		HealthPath:       sc.HealthPath,
-		ReadyPath:        sc.ReadyPath,
-		Ready:            ready,
-		Logger:           log,
+// withPing answers path (proxy.pingPath) with 200 "pong" before h, in
+// either mode: whatever the method, never queued, never sent to a worker.
+// An empty path leaves every request to h.
+func withPing(path string, h http.Handler) http.Handler {
+	if path == "" {
+		return h
 	}
-}
-
-// orNone maps the file's 0 ("no limit") onto the components' negative.
-func orNone(d time.Duration) time.Duration {
-	if d == 0 {
-		return -1
-	}
-	return d
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != path {
+			h.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		io.WriteString(w, "pong\n")
+	})
 }

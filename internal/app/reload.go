@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -25,15 +24,16 @@ import (
 //     file:line, as `sluice validate` prints them, and sluice goes on with
 //     the configuration it runs.
 //   - A valid one is applied where it can be while requests are served
-//     (liveKeys: routes, trust, tenants, compression, the access log, a
-//     fixed limit, the TLS files, the workers' command, environment and
-//     directory). A key that needs a restart (listen addresses, timeouts,
-//     the queue, ...) is logged as a warning naming it, at every reload
-//     while the file differs from what runs, and its running value is kept.
+//     (the keys tagged reload:"live" or "roll" in internal/config: routes,
+//     trust, tenants, compression, the access log, a fixed limit, the TLS
+//     files, the workers' command, environment and directory). A key that
+//     needs a restart (listen addresses, timeouts, the queue, ...) is
+//     logged as a warning naming it, at every reload while the file
+//     differs from what runs, and its running value is kept.
 //   - The workers are rolled, one slot at a time, when their command,
 //     environment or directory changed. SIGHUP rolls them in any case, as
-//     nginx replaces its workers on every reload and as sluice's SIGHUP
-//     always did (a deploy of the workers' code sends it); POST
+//     nginx replaces its workers on every reload: a deploy of the workers'
+//     code sends it, with the same file and command; POST
 //     /config/reload rolls them only for such a change, and POST
 //     /workers/restart rolls them alone.
 //
@@ -63,76 +63,30 @@ const (
 	keyRoll                    // applied to the workers started from now, and the workers are rolled
 )
 
-// liveKeys are the keys a reload applies, by path with list indexes
-// removed (a key below one of them too). Every other key needs a restart.
-// docs/configuration.md says when each takes effect; a test checks that it
-// names them all.
-var liveKeys = []string{
-	"routes[].match",
-	"routes[].priority",
-	"routes[].cost",
-	"routes[].timeout",
-	"routes[].fallback",
-	"routes[].streamIdleTimeout",
-	"routes[].streamTimeout",
-	"tenants.key",
-	"tenants.weights",
-	"server.trustedPeers",
-	"server.trustedProxies",
-	"server.accessLog",
-	"server.serverTiming",
-	"server.generateTraceparent",
-	"compression",
-	"server.maxConcurrentRequests",
-	"server.backpressure.initialLimit",
-	"server.backpressure.maxLimit",
-	"server.tls.certFile",
-	"server.tls.keyFile",
-	"workers.command",
-	"workers.env",
-	"workers.dir",
-}
-
-var listIndex = regexp.MustCompile(`\[\d+\]`)
-
-// classOf says how a reload to next treats the key at path, given the
-// configuration the process started with: what it has set up (TLS, the
-// workers, a fixed limit) is what can change live.
+// classOf says how a reload to next treats the key at path: as its reload
+// tag says (config.KeyOf), when what the process started with has set up
+// what it changes (TLS, the workers, a fixed limit). A route added or
+// removed is live, as its keys are.
 func (l *live) classOf(path string, start, next *config.Config) keyClass {
-	key := listIndex.ReplaceAllString(path, "[]")
-	if key == "routes[]" {
-		// A route added or removed: its rule is live; its fallback, if
-		// any, is the proxy's (reported by reload).
-		return keyLive
-	}
-	if !isLiveKey(key) {
-		return keyRestart
-	}
+	k, ok := config.KeyOf(path)
 	switch {
-	case strings.HasPrefix(key, "workers."):
+	case !ok || k.Reload == config.Restart:
+		return keyRestart
+	case k.Reload == config.Roll:
 		if l.workers == nil || start.Workers == nil || next.Workers == nil {
 			return keyRestart
 		}
 		return keyRoll
-	case strings.HasPrefix(key, "server.tls."):
+	case strings.HasPrefix(k.Path, "server.tls."):
 		if l.certs == nil || !next.Server.TLS.Enabled() {
 			return keyRestart // TLS switched on or off
 		}
-	case key == "server.maxConcurrentRequests" || strings.HasPrefix(key, "server.backpressure."):
+	case k.Path == "server.maxConcurrentRequests" || strings.HasPrefix(k.Path, "server.backpressure."):
 		if l.liveLimit(start, next) < 0 {
 			return keyRestart
 		}
 	}
 	return keyLive
-}
-
-func isLiveKey(key string) bool {
-	for _, k := range liveKeys {
-		if key == k || strings.HasPrefix(key, k+".") {
-			return true
-		}
-	}
-	return false
 }
 
 // liveLimit returns the fixed limit next gives the Controller when the

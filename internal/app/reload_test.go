@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -333,27 +332,6 @@ func TestReloadAdminEndpoint(t *testing.T) {
 	rec = post("localhost:9090")
 	if want := path + ":7: routes[0].cost"; rec.Code != http.StatusUnprocessableEntity || !strings.Contains(rec.Body.String(), want) {
 		t.Errorf("an invalid file: got %d %q, want 422 and %q", rec.Code, rec.Body, want)
-	}
-}
-
-// Every key a reload applies is named in docs/configuration.md's reload
-// section, and the section names no other.
-func TestLiveKeysDocumented(t *testing.T) {
-	data, err := os.ReadFile("../../docs/configuration.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, section, ok := strings.Cut(string(data), "\n## Reload")
-	if !ok {
-		t.Fatal("docs/configuration.md has no \"## Reload\" section")
-	}
-	if i := strings.Index(section, "\n## "); i >= 0 {
-		section = section[:i]
-	}
-	for _, k := range liveKeys {
-		if !strings.Contains(section, "`"+k+"`") {
-			t.Errorf("the reload section does not name `%s`", k)
-		}
 	}
 }
 

@@ -21,12 +21,13 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	path := fs.String("c", "", "config `file` (default ./"+config.DefaultFile+" when present, else the built-in defaults)")
-	printDefaults := fs.Bool("print-defaults", false, "print the built-in configuration as commented YAML and exit")
+	var printDefaults defaultsFlag
+	fs.Var(&printDefaults, "print-defaults", "print the built-in configuration as commented YAML and exit; =front leaves out the keys that act only without workers or upstreams")
 	strict := fs.Bool("strict", false, "treat warnings (keys that have no effect, values that disable a safety) as errors: exit 1")
 	var flags config.Flags
 	flags.Define(fs)
 	usage := func(w io.Writer) {
-		fmt.Fprintln(w, "usage: sluice validate [-c FILE] [--strict] [--print-defaults] [serve's flags] [-- worker command...]")
+		fmt.Fprintln(w, "usage: sluice validate [-c FILE] [--strict] [--print-defaults[=front]] [serve's flags] [-- worker command...]")
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "Checks a config file and reports every problem with its line: errors, and")
 		fmt.Fprintln(w, "warnings for keys that have no effect and values that disable a safety.")
@@ -54,12 +55,16 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		usage(stderr)
 		return 2
 	}
-	if *printDefaults {
+	if printDefaults != "" {
 		if *path != "" || fs.NArg() > 0 || flags != (config.Flags{}) {
 			fmt.Fprintln(stderr, "sluice validate: --print-defaults prints the built-in defaults; it takes no -c, flags or command")
 			return 2
 		}
-		if _, err := stdout.Write(config.DefaultYAML()); err != nil {
+		yaml := config.DefaultYAML()
+		if printDefaults == "front" {
+			yaml = config.DefaultFrontYAML()
+		}
+		if _, err := stdout.Write(yaml); err != nil {
 			fmt.Fprintf(stderr, "sluice validate: %v\n", err)
 			return 1
 		}
@@ -118,4 +123,25 @@ func plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// defaultsFlag is --print-defaults: "" (not given), "all" (--print-defaults)
+// or "front" (--print-defaults=front).
+type defaultsFlag string
+
+func (f *defaultsFlag) String() string   { return string(*f) }
+func (f *defaultsFlag) IsBoolFlag() bool { return true }
+
+func (f *defaultsFlag) Set(s string) error {
+	switch s {
+	case "true", "all":
+		*f = "all"
+	case "front":
+		*f = "front"
+	case "false":
+		*f = ""
+	default:
+		return fmt.Errorf("%q is not all or front", s)
+	}
+	return nil
 }

@@ -62,7 +62,7 @@ func TestValidateExitCodes(t *testing.T) {
 		{name: "positional argument", args: []string{good}, code: 2, stderrHas: []string{"unexpected argument", "usage: sluice validate"}},
 		{name: "print-defaults with -c", args: []string{"--print-defaults", "-c", good}, code: 2, stderrHas: []string{"takes no -c"}},
 		{name: "print-defaults with a command", args: []string{"--print-defaults", "--", "node"}, code: 2, stderrHas: []string{"takes no -c, flags or command"}},
-		{name: "help", args: []string{"-h"}, code: 0, stdoutHas: "usage: sluice validate [-c FILE] [--strict] [--print-defaults] [serve's flags] [-- worker command...]", stderrNone: true},
+		{name: "help", args: []string{"-h"}, code: 0, stdoutHas: "usage: sluice validate [-c FILE] [--strict] [--print-defaults[=front]] [serve's flags] [-- worker command...]", stderrNone: true},
 		{name: "warning: exit 0", args: []string{"-c", noEffect}, code: 0, stdout: "ok: " + noEffect + " (1 warning)\n",
 			stderrHas: []string{noEffect + ":2: warning: server.backpressure.maxLimit: has no effect with workers"}},
 		{name: "warning with --strict: exit 1", args: []string{"--strict", "-c", noEffect}, code: 1,
@@ -143,5 +143,27 @@ func TestValidatePrintDefaults(t *testing.T) {
 	}
 	if want := config.Default(); !reflect.DeepEqual(cfg, want) {
 		t.Errorf("the printed defaults parse to %+v, want %+v", cfg, want)
+	}
+}
+
+// --print-defaults=front leaves out the keys of library mode: with workers
+// added, the file it prints is quiet.
+func TestValidatePrintFrontDefaults(t *testing.T) {
+	code, stdout, stderr := validate(t, "--print-defaults=front")
+	if code != 0 || stderr != "" {
+		t.Fatalf("got %d, stderr %q; want 0 and no stderr", code, stderr)
+	}
+	if !strings.Contains(stdout, "keepAliveTimeout: 65s") || strings.Contains(stdout, "algorithm:") {
+		t.Errorf("got %q, want the defaults without server.backpressure.algorithm", stdout)
+	}
+	path := filepath.Join(t.TempDir(), "front.yaml")
+	if err := os.WriteFile(path, []byte(stdout+"workers: {command: [sh, -c, \"exit 0\"]}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := validate(t, "--strict", "-c", path); code != 0 {
+		t.Errorf("the front defaults with workers: got %d %q, want 0 and no warning", code, stderr)
+	}
+	if code, _, stderr := validate(t, "--print-defaults=back"); code != 2 || !strings.Contains(stderr, "not all or front") {
+		t.Errorf("--print-defaults=back: got %d %q, want 2, a usage error", code, stderr)
 	}
 }

@@ -49,10 +49,10 @@ type Config struct {
 	Admin Admin `yaml:"admin"`
 	// Workers are the processes sluice starts and supervises; nil when the
 	// file has no workers section. Exclusive with Upstreams.
-	Workers *Workers `yaml:"workers"`
+	Workers *Workers `yaml:"workers" mode:"front"`
 	// Upstreams are servers sluice forwards to but does not start; nil when
 	// the file has no upstreams section. Exclusive with Workers.
-	Upstreams *Upstreams `yaml:"upstreams"`
+	Upstreams *Upstreams `yaml:"upstreams" mode:"front"`
 	// Proxy is how requests are relayed to workers or upstreams.
 	Proxy Proxy `yaml:"proxy"`
 	// Overload tunes the admission queue's discipline under overload.
@@ -61,9 +61,9 @@ type Config struct {
 	Tenants Tenants `yaml:"tenants"`
 	// Routes classify requests; the first whose Match matches wins. A
 	// request no route matches is critical, of cost 1, with proxy.timeout.
-	Routes []Route `yaml:"routes"`
+	Routes []Route `yaml:"routes" reload:"live"`
 	// Compression compresses responses (gzip, brotli) at the front.
-	Compression Compression `yaml:"compression"`
+	Compression Compression `yaml:"compression" reload:"live"`
 }
 
 // FrontMode reports whether c fronts workers or upstreams. Otherwise sluice
@@ -101,7 +101,7 @@ type Server struct {
 	// MaxConcurrentRequests is the hard ceiling of the concurrency limit,
 	// whatever the adaptive algorithm says. 0 = no ceiling beyond
 	// Backpressure.MaxLimit (and, with backpressure disabled, no limit).
-	MaxConcurrentRequests int `yaml:"maxConcurrentRequests"`
+	MaxConcurrentRequests int `yaml:"maxConcurrentRequests" reload:"live"`
 	// MaxHeaderBytes bounds the request line and headers; above it the
 	// request gets 431 (http.Server.MaxHeaderBytes). Must be > 0.
 	MaxHeaderBytes int64 `yaml:"maxHeaderBytes" form:"size"`
@@ -130,32 +130,32 @@ type Server struct {
 	// Sluice-Tenant and Sluice-Timeout headers are believed (and passed to
 	// workers; from anyone else every Sluice-* header is removed). In the
 	// file: CIDRs or bare IPs (a bare IP is a /32 or /128). Empty = nobody.
-	TrustedPeers []netip.Prefix `yaml:"trustedPeers"`
+	TrustedPeers []netip.Prefix `yaml:"trustedPeers" reload:"live"`
 	// TrustedProxies are the client networks (load balancers, reverse
 	// proxies) whose X-Forwarded-For is believed for the client's address,
 	// and whose X-Forwarded-Proto, X-Forwarded-Host, Forwarded and
 	// X-Real-IP are passed to workers. From anyone else those are removed
 	// and X-Forwarded-For is the connection's address alone. Same form as
 	// TrustedPeers. Empty = nobody.
-	TrustedProxies []netip.Prefix `yaml:"trustedProxies"`
+	TrustedProxies []netip.Prefix `yaml:"trustedProxies" reload:"live"`
 	// AccessLog logs one line per request.
-	AccessLog bool `yaml:"accessLog"`
+	AccessLog bool `yaml:"accessLog" reload:"live"`
 	// ServerTiming adds a Server-Timing header (queue wait, worker time)
 	// to every response. Off by default: it tells any client how loaded
 	// sluice is.
-	ServerTiming bool `yaml:"serverTiming"`
+	ServerTiming bool `yaml:"serverTiming" reload:"live"`
 	// GenerateTraceparent gives a request that arrives without a valid
 	// W3C traceparent one whose trace id is the request's ID, so that the
 	// access log line and the worker's spans share a trace id.
-	GenerateTraceparent bool `yaml:"generateTraceparent"`
+	GenerateTraceparent bool `yaml:"generateTraceparent" reload:"live"`
 	// Backpressure is the adaptive concurrency limit and its queue.
 	Backpressure Backpressure `yaml:"backpressure"`
 }
 
 // TLS names the certificate and key, PEM files. Both or neither.
 type TLS struct {
-	CertFile string `yaml:"certFile"`
-	KeyFile  string `yaml:"keyFile"`
+	CertFile string `yaml:"certFile" reload:"live"`
+	KeyFile  string `yaml:"keyFile" reload:"live"`
 }
 
 // Enabled reports whether TLS is configured (both files set).
@@ -177,21 +177,24 @@ type Backpressure struct {
 	Enabled bool `yaml:"enabled"`
 	// Algorithm is AlgorithmAuto, AlgorithmAIMD, AlgorithmGradient or
 	// AlgorithmFixed.
-	Algorithm string `yaml:"algorithm"`
+	Algorithm string `yaml:"algorithm" mode:"library"`
 	// InitialLimit is the limit at start; 0 = the algorithm's own start:
 	// the usable CPUs with auto, 100 with gradient, MaxLimit with aimd and
 	// fixed (start wide open: AIMD only backs off, so a low start would
 	// refuse work before any saturation). Otherwise within [MinLimit,
 	// MaxLimit].
-	InitialLimit int `yaml:"initialLimit"`
+	InitialLimit int `yaml:"initialLimit" reload:"live" mode:"library"`
 	// MinLimit is the floor the limit never goes below; >= 1.
-	MinLimit int `yaml:"minLimit"`
+	MinLimit int `yaml:"minLimit" mode:"library"`
 	// MaxLimit is the most the algorithm may allow; >= MinLimit.
-	MaxLimit int `yaml:"maxLimit"`
+	MaxLimit int `yaml:"maxLimit" reload:"live" mode:"library"`
 	// SaturationMax is the saturation in (0, 1] at or above which the limit
 	// shrinks and new requests are shed instead of queued. "eluMax", the
 	// Node.js server's name for it, is accepted in the file as an alias.
-	SaturationMax float64 `yaml:"saturationMax" alias:"eluMax"`
+	// In front mode, where each worker has its own limit, a file's value
+	// is taken, with a warning, for Proxy.SaturationMax: a file written for
+	// the Node.js server tunes its workers' threshold with this key.
+	SaturationMax float64 `yaml:"saturationMax" alias:"eluMax" mode:"library"`
 	// SampleWindow is how often the limit is recomputed; > 0.
 	SampleWindow time.Duration `yaml:"sampleWindow"`
 	// SmoothingFactor is the EWMA weight in (0, 1] of each latency sample.
@@ -246,7 +249,7 @@ const (
 type Workers struct {
 	// Command is the program and its arguments. In the file: a list, or a
 	// string split on white space (no shell quoting).
-	Command []string `yaml:"command" form:"fields"`
+	Command []string `yaml:"command" form:"fields" reload:"roll"`
 	// Count is how many processes run; CountAuto (the file's "auto") = one
 	// per CPU. In the file only a positive integer or "auto" is accepted.
 	Count Count `yaml:"count"`
@@ -259,9 +262,9 @@ type Workers struct {
 	// Only with Concurrency auto: written beside a fixed one it is an error.
 	MaxConcurrency int `yaml:"maxConcurrency"`
 	// Env holds extra environment variables, added to sluice's own.
-	Env map[string]string `yaml:"env"`
+	Env map[string]string `yaml:"env" reload:"roll"`
 	// Dir is the working directory; "" = sluice's.
-	Dir string `yaml:"dir"`
+	Dir string `yaml:"dir" reload:"roll"`
 	// Address is how a worker is reached: AddressPort or AddressUnix.
 	Address string `yaml:"address"`
 	// ReadyPath is an HTTP GET path a ready worker answers with 2xx; "" =
@@ -403,53 +406,52 @@ type Proxy struct {
 	PingPath string `yaml:"pingPath"`
 	// Timeout is how long a worker has to answer once the request is
 	// dispatched; then 504. 0 = no limit.
-	Timeout time.Duration `yaml:"timeout"`
+	Timeout time.Duration `yaml:"timeout" mode:"front"`
 	// MaxBodyBytes bounds a request body; above it 413. 0 = no bound of
 	// its own: MaxBufferedBytes bounds it.
-	MaxBodyBytes int64 `yaml:"maxBodyBytes" form:"size"`
+	MaxBodyBytes int64 `yaml:"maxBodyBytes" form:"size" mode:"front"`
 	// MaxHeaderFields bounds a request's header fields; past it 431.
 	// >= 1.
-	MaxHeaderFields int `yaml:"maxHeaderFields"`
+	MaxHeaderFields int `yaml:"maxHeaderFields" mode:"front"`
 	// UnderscoresInHeaders passes request header names with "_" on to
 	// workers, but never one that reads, "_" as "-", as a header sluice
 	// strips or sets (X_Forwarded_For). Off, all are dropped (nginx's
 	// underscores_in_headers off).
-	UnderscoresInHeaders bool `yaml:"underscoresInHeaders"`
+	UnderscoresInHeaders bool `yaml:"underscoresInHeaders" mode:"front"`
 	// MaxBufferedBytes bounds the memory of all buffered bodies at once,
 	// requests and responses, reserved as bytes arrive; past it uploads get
 	// 503 and responses are streamed. 0 = derived from the machine (an
 	// eighth of the cgroup or physical memory, 64 MiB to 1 GiB).
-	MaxBufferedBytes int64 `yaml:"maxBufferedBytes" form:"size"`
+	MaxBufferedBytes int64 `yaml:"maxBufferedBytes" form:"size" mode:"front"`
 	// BufferResponseBytes: responses up to this size are read whole from the
 	// worker before being sent, so a slow client does not hold the worker.
 	// Longer ones are streamed. 0 = stream everything.
-	BufferResponseBytes int64 `yaml:"bufferResponseBytes" form:"size"`
-	// RetryIdempotent has no effect; it is kept so that existing files
-	// load. A request that reached its worker is never sent to another
-	// (one poisonous request must not kill two workers); one none of which
-	// was written always is.
-	RetryIdempotent bool `yaml:"retryIdempotent"`
+	BufferResponseBytes int64 `yaml:"bufferResponseBytes" form:"size" mode:"front"`
 	// MaxUpgrades bounds the upgraded connections (WebSocket) relayed at
 	// once; past it an upgrade gets 503. They hold no worker slot. >= 1.
-	MaxUpgrades int `yaml:"maxUpgrades"`
+	MaxUpgrades int `yaml:"maxUpgrades" mode:"front"`
 	// Lookahead is how many requests a worker at its limit is given
 	// beyond it, waiting in the worker for a render to end, so that it
 	// does not idle for a round trip through the front between two.
 	// 0 = only to workers below their limit. 0..8.
-	Lookahead int `yaml:"lookahead"`
+	Lookahead int `yaml:"lookahead" mode:"front"`
 	// StreamIdleTimeout bounds the silence of a streamed response (an
 	// event stream, a chunked or a longer one); past it both connections
 	// are closed. 0 = none.
-	StreamIdleTimeout time.Duration `yaml:"streamIdleTimeout"`
+	StreamIdleTimeout time.Duration `yaml:"streamIdleTimeout" mode:"front"`
 	// StreamTimeout bounds a streamed response's whole life. 0 = none.
-	StreamTimeout time.Duration `yaml:"streamTimeout"`
+	StreamTimeout time.Duration `yaml:"streamTimeout" mode:"front"`
 	// StreamHold is how long a streamed response other than an event
 	// stream holds its render slot before it counts against MaxStreams
 	// instead. 0 = to its end.
-	StreamHold time.Duration `yaml:"streamHold"`
+	StreamHold time.Duration `yaml:"streamHold" mode:"front"`
 	// MaxStreams bounds the streams that hold no render slot; past it an
 	// event stream gets 503. >= 1.
-	MaxStreams int `yaml:"maxStreams"`
+	MaxStreams int `yaml:"maxStreams" mode:"front"`
+	// SaturationMax is the saturation in (0, 1] each adaptive worker's
+	// limit (concurrency auto) keeps under: the worker's own report (a
+	// Node.js worker's event-loop utilization).
+	SaturationMax float64 `yaml:"saturationMax" mode:"front"`
 }
 
 // MaxLookahead bounds proxy.lookahead: the proxy's own bound
@@ -482,9 +484,9 @@ type Tenants struct {
 	// Key is where a request's tenant comes from: "" (none), "header:NAME",
 	// "cookie:NAME" or "clientIP". A trusted peer's Sluice-Tenant header
 	// overrides it.
-	Key string `yaml:"key"`
+	Key string `yaml:"key" reload:"live"`
 	// Weights gives some tenants a larger fair share (> 0; default 1).
-	Weights map[string]float64 `yaml:"weights"`
+	Weights map[string]float64 `yaml:"weights" reload:"live"`
 	// MaxTracked bounds the tenants tracked at once; >= 1.
 	MaxTracked int `yaml:"maxTracked"`
 	// MaxQueuedPerTenant caps one tenant's queued requests; 0 = no cap
@@ -507,14 +509,14 @@ type Route struct {
 	Timeout time.Duration `yaml:"timeout"`
 	// StreamIdleTimeout and StreamTimeout replace the Proxy's for these
 	// requests' streamed responses; 0 = the Proxy's.
-	StreamIdleTimeout time.Duration `yaml:"streamIdleTimeout"`
-	StreamTimeout     time.Duration `yaml:"streamTimeout"`
+	StreamIdleTimeout time.Duration `yaml:"streamIdleTimeout" mode:"front"`
+	StreamTimeout     time.Duration `yaml:"streamTimeout" mode:"front"`
 	// Fallback, when set, is served instead of a shed, no-worker, timeout
 	// or bad-gateway error (and, opt-in, a worker's 5xx).
-	Fallback *Fallback `yaml:"fallback"`
+	Fallback *Fallback `yaml:"fallback" mode:"front"`
 	// Quota, when set, is these requests' own rate limit per tenant, in
 	// place of tenants.quota's (which must be set).
-	Quota *RouteQuota `yaml:"quota"`
+	Quota *RouteQuota `yaml:"quota" reload:"restart"`
 }
 
 // Match selects requests. Empty fields match everything; set fields must all
@@ -586,13 +588,13 @@ func Default() *Config {
 			MaxBodyBytes:        10 << 20,
 			MaxHeaderFields:     100,
 			BufferResponseBytes: 1 << 20,
-			RetryIdempotent:     true,
 			MaxUpgrades:         1024,
 			Lookahead:           1,
 			StreamIdleTimeout:   60 * time.Second,
 			StreamTimeout:       time.Hour,
 			StreamHold:          5 * time.Second,
 			MaxStreams:          1024,
+			SaturationMax:       0.95,
 		},
 		Overload: Overload{
 			PriorityMinShare: 0.05,

@@ -380,6 +380,11 @@ func (d *decoder) structValue(n *yaml.Node, path string, v reflect.Value) {
 	seen := make(map[string]*yaml.Node) // canonical name -> the key that set it
 	for _, p := range d.pairs(n, path) {
 		f, ok := byKey[p.key.Value]
+		if _, removed := removedKeys[join(path, p.key.Value)]; !ok && removed {
+			// Read, for the warning (effect.go), and dropped.
+			d.lines[join(path, p.key.Value)] = p.key.Line
+			continue
+		}
 		if !ok {
 			msg := "unknown key"
 			if s := suggest(p.key.Value, names); s != "" {

@@ -61,29 +61,25 @@ func (v *validator) obsoletef(c *Config, path, why string) {
 	v.warns = append(v.warns, &Error{File: v.file, Line: v.line(path), Path: path, Msg: why, Warning: true})
 }
 
+// removedKeys are keys the file no longer has, by path, with why: a file
+// that writes one still loads, and is warned that it does nothing. They
+// are in no struct, so in no default and no diff.
+var removedKeys = map[string]string{
+	"proxy.retryIdempotent": "has no effect and is deprecated: a request is sent to another worker only when none of it reached the first (one poisonous request must not kill two workers); remove the key",
+}
+
 // effects reports the keys that have no effect (see above).
 func (v *validator) effects(c *Config) {
-	v.obsoletef(c, "proxy.retryIdempotent", "has no effect: a request is sent to another worker only when none of it reached the first (one poisonous request must not kill two workers)")
+	for _, path := range sortedKeys(removedKeys) {
+		v.obsoletef(c, path, removedKeys[path])
+	}
 	const bp = "server.backpressure."
 	b := &c.Server.Backpressure
+	v.modes(c)
 	if c.FrontMode() {
-		mode := "with workers"
-		if c.Workers == nil {
-			mode = "with upstreams"
-		}
-		for _, k := range []string{"algorithm", "initialLimit", "minLimit", "maxLimit"} {
-			v.warnf(c, bp+k, "has no effect %s: each worker has its own limit (its concurrency: a number, or auto to find it at run time from the worker's saturation), and server.maxConcurrentRequests caps the total", mode)
-		}
-		v.warnf(c, bp+"sampleWindow", "only sets how often shed counts are logged %s: each worker's limit is recomputed on a window of its own", mode)
+		v.warnf(c, bp+"sampleWindow", "only sets how often shed counts are logged %s: each worker's limit is recomputed on a window of its own", frontMode(c))
 		if !anyAdaptive(c) {
-			v.warnf(c, bp+"saturationMax", "has no effect %s at a fixed concurrency: it is the saturation each worker's adaptive limit keeps under with concurrency: auto", mode)
-		}
-	} else {
-		for _, k := range []string{"timeout", "maxBodyBytes", "maxBufferedBytes", "bufferResponseBytes", "retryIdempotent", "maxUpgrades", "lookahead", "maxHeaderFields", "underscoresInHeaders", "streamIdleTimeout", "streamTimeout", "streamHold", "maxStreams"} {
-			v.warnf(c, "proxy."+k, "has no effect without workers or upstreams: nothing is proxied (sluice serves its embedded app in-process)")
-		}
-		for i := range c.Routes {
-			v.warnf(c, fmt.Sprintf("routes[%d].fallback", i), "has no effect without workers or upstreams: fallbacks are served by the proxy")
+			v.warnf(c, "proxy.saturationMax", "has no effect %s at a fixed concurrency: it is the saturation each worker's adaptive limit keeps under with concurrency: auto", frontMode(c))
 		}
 	}
 	if !b.Enabled {
@@ -91,9 +87,12 @@ func (v *validator) effects(c *Config) {
 		v.warnf(c, bp+"queueSize", why+"there is no queue, excess is shed at once")
 		v.warnf(c, bp+"queueTimeout", why+"there is no queue, excess is shed at once")
 		if !c.FrontMode() {
-			for _, k := range []string{"algorithm", "initialLimit", "minLimit", "maxLimit", "saturationMax", "sampleWindow"} {
-				v.warnf(c, bp+k, why+"only server.maxConcurrentRequests limits")
+			for _, k := range modeKeys() {
+				if k.Mode == LibraryOnly && strings.HasPrefix(k.Path, bp) {
+					v.warnf(c, k.Path, why+"only server.maxConcurrentRequests limits")
+				}
 			}
+			v.warnf(c, bp+"sampleWindow", why+"only server.maxConcurrentRequests limits")
 		}
 	}
 	if !b.Enabled || b.QueueSize == 0 {
@@ -117,6 +116,51 @@ func (v *validator) effects(c *Config) {
 	if w := c.Workers; w != nil && w.WarmupRequests == 0 && w.WarmupPath != "" {
 		v.warnf(c, "workers.warmupPath", "has no effect with warmupRequests 0: no warm-up request is sent")
 	}
+}
+
+// saturationAlias makes server.backpressure.saturationMax (or eluMax),
+// written in front mode, stand for proxy.saturationMax, with a warning
+// naming both: a file written for the Node.js server, where one key tunes
+// the process and its workers alike, keeps its workers' threshold. Written
+// beside proxy.saturationMax it is unused, and says so.
+func (v *validator) saturationAlias(c *Config) {
+	const old, key = "server.backpressure.saturationMax", "proxy.saturationMax"
+	if s := c.Server.Backpressure.SaturationMax; !c.FrontMode() || !v.set(old) || atDefault(c, old) || !(s > 0 && s <= 1) {
+		return
+	}
+	if v.set(key) {
+		v.obsoletef(c, old, "has no effect "+frontMode(c)+": proxy.saturationMax, also written, sets each adaptive worker's limit")
+		return
+	}
+	c.Proxy.SaturationMax = c.Server.Backpressure.SaturationMax
+	v.obsoletef(c, old, "is deprecated "+frontMode(c)+": it is taken for proxy.saturationMax, the saturation each adaptive worker's limit keeps under; write that key instead")
+}
+
+// modes reports the keys the file writes that act only in the other mode
+// (their mode tag, keys.go).
+func (v *validator) modes(c *Config) {
+	for _, k := range modeKeys() {
+		var why string
+		switch {
+		case k.Mode == LibraryOnly && c.FrontMode():
+			why = fmt.Sprintf("has no effect %s: each worker has its own limit (its concurrency: a number, or auto to find it at run time from the worker's saturation), and server.maxConcurrentRequests caps the total", frontMode(c))
+		case k.Mode == FrontOnly && !c.FrontMode():
+			why = "has no effect without workers or upstreams: nothing is proxied (sluice serves its embedded app in-process), and it tunes the proxy"
+		default:
+			continue
+		}
+		for _, p := range expand(c, k.Path) {
+			v.warnf(c, p, "%s", why)
+		}
+	}
+}
+
+// frontMode names the front mode c is in, for a message.
+func frontMode(c *Config) string {
+	if c.Workers == nil {
+		return "with upstreams"
+	}
+	return "with workers"
 }
 
 // anyAdaptive reports whether some worker or upstream has concurrency auto.

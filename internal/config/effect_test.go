@@ -52,7 +52,7 @@ func TestWarnings(t *testing.T) {
 		},
 		{
 			name: "front mode: keys that still act are quiet",
-			src:  "server:\n  maxConcurrentRequests: 30\n  backpressure:\n    enabled: true\n    saturationMax: 0.8\n    smoothingFactor: 0.5\n    queueSize: 10\n    queueTimeout: 1s\n" + workers,
+			src:  "server:\n  maxConcurrentRequests: 30\n  backpressure:\n    enabled: true\n    smoothingFactor: 0.5\n    queueSize: 10\n    queueTimeout: 1s\nproxy:\n  saturationMax: 0.8\n" + workers,
 		},
 		{
 			name: "front mode: minLimit above maxConcurrentRequests is no contradiction, only unused",
@@ -63,7 +63,7 @@ func TestWarnings(t *testing.T) {
 			name: "an obsolete key warns even at its old default",
 			src:  "proxy:\n  retryIdempotent: true\n" + workers,
 			want: []string{"2 proxy.retryIdempotent"},
-			msg:  "has no effect: a request is sent to another worker only when none of it reached the first",
+			msg:  "has no effect and is deprecated: a request is sent to another worker only when none of it reached the first",
 		},
 		{
 			name: "upstreams say so",
@@ -73,13 +73,31 @@ func TestWarnings(t *testing.T) {
 		},
 		{
 			name: "saturationMax with only fixed workers",
-			src:  "server:\n  backpressure:\n    eluMax: 0.8\nworkers:\n  command: w\n  concurrency: 1\n",
-			want: []string{"3 server.backpressure.saturationMax"},
+			src:  "proxy:\n  saturationMax: 0.8\nworkers:\n  command: w\n  concurrency: 1\n",
+			want: []string{"2 proxy.saturationMax"},
 			msg:  "at a fixed concurrency",
 		},
 		{
 			name: "saturationMax with one adaptive upstream",
-			src:  "server:\n  backpressure: {saturationMax: 0.8}\nupstreams:\n  servers: [{address: \"127.0.0.1:1\", concurrency: 1}, 127.0.0.1:2]\n",
+			src:  "proxy: {saturationMax: 0.8}\nupstreams:\n  servers: [{address: \"127.0.0.1:1\", concurrency: 1}, 127.0.0.1:2]\n",
+		},
+		{
+			name: "front mode: the old key of the workers' saturation is deprecated, named whatever its spelling",
+			src:  "server:\n  backpressure:\n    eluMax: 0.8\n" + workers,
+			want: []string{"3 server.backpressure.saturationMax"},
+			msg:  "is deprecated with workers: it is taken for proxy.saturationMax",
+		},
+		{
+			name: "front mode: the old key beside the new one is unused",
+			src:  "server:\n  backpressure:\n    saturationMax: 0.8\nproxy:\n  saturationMax: 0.7\n" + workers,
+			want: []string{"3 server.backpressure.saturationMax"},
+			msg:  "proxy.saturationMax, also written",
+		},
+		{
+			name: "library mode: saturationMax is the process's, and the proxy's is unused",
+			src:  "server:\n  backpressure:\n    saturationMax: 0.8\nproxy:\n  saturationMax: 0.7\n",
+			want: []string{"5 proxy.saturationMax"},
+			msg:  "nothing is proxied",
 		},
 		{
 			name: "library mode: the proxy's keys",
@@ -91,7 +109,13 @@ func TestWarnings(t *testing.T) {
 			name: "library mode: a route's fallback, not its timeout",
 			src:  "routes:\n  - timeout: 2s\n    fallback: {body: shell}\n",
 			want: []string{"3 routes[0].fallback"},
-			msg:  "fallbacks are served by the proxy",
+			msg:  "without workers or upstreams: nothing is proxied",
+		},
+		{
+			name: "library mode: a route's stream bounds",
+			src:  "routes:\n  - streamIdleTimeout: 2s\n    streamTimeout: 1m\n",
+			want: []string{"2 routes[0].streamIdleTimeout", "3 routes[0].streamTimeout"},
+			msg:  "nothing is proxied",
 		},
 		{
 			name: "library mode: the proxy's keys count in front mode",

@@ -54,7 +54,7 @@ func (e *Error) Error() string {
 }
 
 // Errors is every problem found in one configuration, in file order. Parse,
-// Load and Validate return it (never empty) as their error; errors.As finds
+// ParseWith, ResolveWith and Validate return it (never empty) as their error; errors.As finds
 // it, and each *Error in it.
 type Errors []*Error
 

@@ -16,7 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// DefaultFile is the file Resolve reads from the working directory when no
+// DefaultFile is the file ResolveWith reads from the working directory when no
 // path is given.
 const DefaultFile = "sluice.yaml"
 
@@ -82,6 +82,7 @@ func ParseWith(name string, data []byte, o Overrides) (*Loaded, error) {
 // or every error (those already found, errs, first) in file order.
 func (v *validator) check(cfg *Config, source string, o Overrides, errs Errors) (*Loaded, error) {
 	v.override(cfg, o)
+	v.saturationAlias(cfg)
 	v.config(cfg)
 	errs = append(errs, v.errs...)
 	redact(errs, cfg)
@@ -136,32 +137,11 @@ func fileOrder(errs Errors) Errors {
 	return errs
 }
 
-// Load reads and parses the file at path (see Parse).
-func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
-	}
-	return Parse(path, data)
-}
-
-// Resolve loads the configuration the -c flag asks for: the file at path
-// when path is set; else DefaultFile in the working directory when there is
-// one; else Default. source is the file read, or "" for the built-in
-// defaults. Warnings are dropped: ResolveWith returns them.
-func Resolve(path string) (cfg *Config, source string, err error) {
-	l, err := ResolveWith(path, Overrides{})
-	if err != nil {
-		if path == "" {
-			path = DefaultFile
-		}
-		return nil, path, err
-	}
-	return l.Config, l.Source, nil
-}
-
-// ResolveWith is Resolve with o applied over the file (or over the
-// defaults), and its warnings kept.
+// ResolveWith loads the configuration the -c flag asks for, with o applied
+// over it: the file at path when path is set; else DefaultFile in the
+// working directory when there is one; else Default. Loaded.Source is the
+// file read, or "" for the built-in defaults. A path that names no file is
+// an error, never a silent fall back to the defaults.
 func ResolveWith(path string, o Overrides) (*Loaded, error) {
 	if path == "" {
 		if _, err := os.Stat(DefaultFile); errors.Is(err, fs.ErrNotExist) {
@@ -183,6 +163,61 @@ var defaultYAML []byte
 // DefaultYAML returns the built-in configuration as a commented YAML file:
 // every key with its default. Parsing it yields Default.
 func DefaultYAML() []byte { return bytes.Clone(defaultYAML) }
+
+// DefaultFrontYAML returns DefaultYAML without the keys that act only in
+// library mode (their mode tag, keys.go): the defaults a file for workers
+// or upstreams starts from, none of them a key that does nothing there.
+// Parsing it yields Default too.
+func DefaultFrontYAML() []byte {
+	drop := make(map[string]bool)
+	for _, k := range modeKeys() {
+		if k.Mode == LibraryOnly {
+			drop[k.Path] = true
+		}
+	}
+	return dropKeys(defaultYAML, drop)
+}
+
+var keyLine = regexp.MustCompile(`^( *)([A-Za-z]+):`)
+
+// dropKeys returns src, a YAML file indented as defaults.yaml is, without
+// the keys whose dotted paths drop holds: each such key's line, the lines
+// under it and the comment lines that continue its own.
+func dropKeys(src []byte, drop map[string]bool) []byte {
+	type level struct {
+		indent int
+		key    string
+	}
+	var (
+		out      bytes.Buffer
+		stack    []level
+		dropping = -1 // the indent of the key being dropped
+	)
+	for _, line := range bytes.SplitAfter(src, []byte("\n")) {
+		body := bytes.TrimLeft(line, " ")
+		indent := len(line) - len(body)
+		if dropping >= 0 && indent > dropping && len(bytes.TrimSpace(body)) > 0 {
+			continue
+		}
+		dropping = -1
+		if m := keyLine.FindSubmatch(line); m != nil {
+			for len(stack) > 0 && stack[len(stack)-1].indent >= indent {
+				stack = stack[:len(stack)-1]
+			}
+			stack = append(stack, level{indent, string(m[2])})
+			path := stack[0].key
+			for _, l := range stack[1:] {
+				path += "." + l.key
+			}
+			if drop[path] {
+				dropping = indent
+				continue
+			}
+		}
+		out.Write(line)
+	}
+	return out.Bytes()
+}
 
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 

@@ -40,13 +40,13 @@ func (v *validator) safety(c *Config) {
 	if s.Backpressure.Enabled && s.Backpressure.QueueSize > 0 && s.Backpressure.QueueTimeout == 0 && !c.Overload.CoDel.Enabled {
 		v.warnf(c, "server.backpressure.queueTimeout", risk+"0 with CoDel off lets a request wait in the queue without bound (only its own deadline, if any, ends the wait)")
 	}
-	if c.FrontMode() {
-		if c.Proxy.Timeout == 0 {
-			v.warnf(c, "proxy.timeout", risk+"0 lets a worker that never answers hold its slot and the client forever")
-		}
-		if c.Proxy.MaxBodyBytes == 0 {
-			v.warnf(c, "proxy.maxBodyBytes", risk+"0 accepts request bodies of any size")
-		}
+	// In library mode these two are reported as having no effect (their
+	// mode tag), which is checked first.
+	if c.Proxy.Timeout == 0 {
+		v.warnf(c, "proxy.timeout", risk+"0 lets a worker that never answers hold its slot and the client forever")
+	}
+	if c.Proxy.MaxBodyBytes == 0 {
+		v.warnf(c, "proxy.maxBodyBytes", risk+"0 accepts request bodies of any size")
 	}
 	if c.Admin.Enabled() && c.Admin.PProf && !loopbackListen(c.Admin.Listen) {
 		v.warnf(c, "admin.listen", risk+"the admin listener binds beyond loopback with admin.pprof on: profiles, goroutine stacks and the command line are open to the network (set admin.pprof: false, or listen on 127.0.0.1)")

@@ -25,7 +25,7 @@ func priorityList() string {
 }
 
 // Validate checks the ranges of c's values and the relations between them,
-// and returns every problem found as Errors, or nil. Parse and Load have
+// and returns every problem found as Errors, or nil. Parse and ResolveWith have
 // already done it; call it on a Config built or changed in Go. Its errors
 // name keys but not lines.
 func (c *Config) Validate() error {
@@ -413,6 +413,9 @@ func (v *validator) proxy(c *Config) {
 	}
 	v.atLeast("proxy.maxHeaderFields", c.Proxy.MaxHeaderFields, 1)
 	v.atLeast("proxy.maxStreams", c.Proxy.MaxStreams, 1)
+	if s := c.Proxy.SaturationMax; !(s > 0 && s <= 1) {
+		v.errorf("proxy.saturationMax", "%v is outside (0, 1]", s)
+	}
 	if p != "" && (p == c.Server.HealthPath || p == c.Server.ReadyPath) {
 		v.errorf("proxy.pingPath", "%q is also server.healthPath or server.readyPath", p)
 	}

@@ -8,21 +8,20 @@
 //
 // # A request's way
 //
-//  1. The ping path is answered at once, never queued.
-//  2. The body is read whole before anything else (a slow client never
+//  1. The body is read whole before anything else (a slow client never
 //     occupies a worker): too large is 413, a body read that hits the
 //     server's read deadline is 408, a client that hangs up gets nothing.
 //     Its memory grows with the bytes received, never with the length
 //     declared, and is reserved from MaxBufferedBytes, a per-process
 //     budget: a body that would not fit now is 503.
-//  3. Admission: the Controller queues the request (bounded, with a queue
+//  2. Admission: the Controller queues the request (bounded, with a queue
 //     timeout, dropping clients that hang up) or sheds it: the shed response
 //     or the route's Fallback.
-//  4. Dispatch: the idle slot with the fewest requests outstanding, warm
+//  3. Dispatch: the idle slot with the fewest requests outstanding, warm
 //     workers before cold ones. A worker of Concurrency 1 never has two
 //     requests in flight. If the client has gone by now the request is not
 //     sent (counted as never dispatched).
-//  5. Relay: the response is read from the worker into memory, up to
+//  4. Relay: the response is read from the worker into memory, up to
 //     BufferResponseBytes beyond what the client has taken, so the slot is
 //     freed when the worker has finished sending, whatever the client's
 //     speed. Streams are relayed as they come, with a flush after each read.

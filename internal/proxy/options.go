@@ -19,7 +19,6 @@ import (
 
 // Defaults applied by New to zero fields of Options.
 const (
-	DefaultPingPath            = "/ping"
 	DefaultTimeout             = 30 * time.Second
 	DefaultHangGrace           = 10 * time.Second
 	DefaultMaxBodyBytes        = 10 << 20
@@ -90,12 +89,6 @@ type Options struct {
 	// taking a slot. Node.js drops, unannounced, the fields past its own
 	// 2,000. Zero means DefaultMaxHeaderFields; negative means no bound.
 	MaxHeaderFields int
-
-	// PingPath is answered 200 "pong" by the Proxy itself, whatever the
-	// method, never queued. Empty means DefaultPingPath; see NoPing.
-	PingPath string
-	// NoPing turns the ping path off: every path goes to the workers.
-	NoPing bool
 
 	// Timeout is how long a worker has, from dispatch, to answer (response
 	// headers, and the whole body when it is buffered) before the client
@@ -273,9 +266,6 @@ func (o Options) Validate() error {
 	if o.Controller == nil {
 		bad("Options.Controller is required")
 	}
-	if o.PingPath != "" && !strings.HasPrefix(o.PingPath, "/") {
-		bad("PingPath %q must start with /", o.PingPath)
-	}
 	for i, f := range o.Fallbacks {
 		if !strings.HasPrefix(f.PathPrefix, "/") {
 			bad("Fallbacks[%d].PathPrefix %q must start with /", i, f.PathPrefix)
@@ -323,12 +313,6 @@ func (o Options) Validate() error {
 func (o Options) withDefaults() Options {
 	if o.WorkerDemand == nil {
 		o.WorkerDemand = KernelDemand
-	}
-	if o.PingPath == "" {
-		o.PingPath = DefaultPingPath
-	}
-	if o.NoPing {
-		o.PingPath = ""
 	}
 	if o.Timeout == 0 {
 		o.Timeout = DefaultTimeout

@@ -22,7 +22,6 @@ func TestOptionsValidate(t *testing.T) {
 	}
 	// Every wrong field is reported at once, each by name.
 	bad := proxy.Options{
-		PingPath:              "ping",
 		Fallbacks:             []proxy.Fallback{{PathPrefix: "x", Status: 99, Props: "cookie:p"}},
 		MaxBufferedBytes:      -1,
 		MaxUpgrades:           -1,
@@ -34,7 +33,7 @@ func TestOptionsValidate(t *testing.T) {
 		IdleConnTimeout:       -time.Second,
 		SlowStart:             -time.Second,
 	}
-	fields := []string{"Controller", "PingPath", "Fallbacks[0].PathPrefix", "Fallbacks[0].Status", "Fallbacks[0].Props",
+	fields := []string{"Controller", "Fallbacks[0].PathPrefix", "Fallbacks[0].Status", "Fallbacks[0].Props",
 		"MaxBufferedBytes", "MaxUpgrades", "Lookahead", "MaxStreams", "MaxIdleConnsPerWorker", "WorkerLimit: limit: Worker MaxSaturation", "WorkerLimit: limit: Worker Window",
 		"DialTimeout", "IdleConnTimeout", "SlowStart"}
 	err = bad.Validate()

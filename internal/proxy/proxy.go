@@ -191,16 +191,9 @@ func (p *Proxy) noteUnsolicited(e supervisor.Endpoint) {
 		slog.Int("worker", e.ID), slog.String("addr", e.Addr), slog.Uint64("total", n))
 }
 
-// ServeHTTP answers the ping path, reads the body, waits for admission,
-// and forwards the request to an idle worker slot.
+// ServeHTTP reads the body, waits for admission, and forwards the request
+// to an idle worker slot.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if p.o.PingPath != "" && r.URL.Path == p.o.PingPath {
-		h := w.Header()
-		h.Set("Content-Type", "text/plain; charset=utf-8")
-		h.Set("Cache-Control", "no-store")
-		_, _ = io.WriteString(w, "pong\n")
-		return
-	}
 	r, ok := screen(w, r, p.o.MaxHeaderFields)
 	if !ok {
 		return

@@ -176,40 +176,6 @@ func TestHeaders(t *testing.T) {
 	})
 }
 
-func TestPing(t *testing.T) {
-	tests := []struct {
-		name     string
-		o        proxy.Options
-		path     string
-		wantCode int
-		wantBody string
-	}{
-		{"default", proxy.Options{}, "/ping", 200, "pong\n"},
-		{"any method path only", proxy.Options{}, "/ping?x=1", 200, "pong\n"},
-		{"custom", proxy.Options{PingPath: "/_ping"}, "/_ping", 200, "pong\n"},
-		{"custom leaves /ping to workers", proxy.Options{PingPath: "/_ping"}, "/ping", 503, "No Worker Available\n"},
-		{"off", proxy.Options{NoPing: true}, "/ping", 503, "No Worker Available\n"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				g := newRig(t, tt.o, admission.Options{}) // no worker: only the proxy itself can answer
-				code, body := g.send(httptest.NewRequest("POST", tt.path, strings.NewReader("x")), nil).result()
-				if code != tt.wantCode || body != tt.wantBody {
-					t.Errorf("got %d %q, want %d %q", code, body, tt.wantCode, tt.wantBody)
-				}
-				wantAdmitted := uint64(0)
-				if tt.wantCode != 200 {
-					wantAdmitted = 1
-				}
-				if got := g.c.Stats().Admitted; got != wantAdmitted {
-					t.Errorf("got %d admitted, want %d", got, wantAdmitted)
-				}
-			})
-		})
-	}
-}
-
 func TestFallback(t *testing.T) {
 	shell := []byte("<div id=root></div>")
 	app := []byte("<div id=app></div>")

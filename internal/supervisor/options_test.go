@@ -59,9 +59,9 @@ func TestValidateReportsEveryField(t *testing.T) {
 			"StopTimeout", "BackoffMin", "BackoffJitter"}},
 		{"StaticOptions", StaticOptions{
 			Upstreams:  []Endpoint{{ID: 1, Network: "udp", Concurrency: -1}, {ID: 1, Addr: "b"}},
-			HealthPath: "h", Interval: -1, Timeout: -1, Fall: -1, Rise: -1,
+			HealthPath: "h", Interval: -1, Timeout: -1, Fails: -1, Passes: -1,
 		}.Validate(), []string{"Upstreams[0]: Network", "Upstreams[0]: Addr", "Upstreams[0]: Concurrency",
-			"Upstreams[1]: ID", "HealthPath", "Interval", "Timeout", "Fall", "Rise"}},
+			"Upstreams[1]: ID", "HealthPath", "Interval", "Timeout", "Fails", "Passes"}},
 		{"Command", Command{Env: []string{"X", "=y"}}.Validate(), []string{"Command", `Env entry "X"`, `Env entry "=y"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -12,12 +12,15 @@ import (
 	"time"
 )
 
-// Defaults applied by NewStatic to zero fields of StaticOptions.
+// Defaults applied by NewStatic to zero fields of StaticOptions: those of
+// upstreams.healthCheck in sluice.yaml (internal/app's tests check that
+// they agree). One passing check brings an upstream back, as in nginx: one
+// that flaps is taken out again after Fails failures in a row.
 const (
-	DefaultHealthInterval = 5 * time.Second
-	DefaultHealthTimeout  = 2 * time.Second
-	DefaultFall           = 3
-	DefaultRise           = 2
+	DefaultHealthInterval = 2 * time.Second
+	DefaultHealthTimeout  = time.Second
+	DefaultHealthFails    = 3
+	DefaultHealthPasses   = 1
 )
 
 // StaticOptions configures a Static. The zero value of every field except
@@ -37,13 +40,13 @@ type StaticOptions struct {
 	Interval time.Duration
 	// Timeout bounds one check. Zero means DefaultHealthTimeout.
 	Timeout time.Duration
-	// Fall is how many consecutive failed checks take an upstream out
-	// (Balancer.Remove). Zero means DefaultFall.
-	Fall int
-	// Rise is how many consecutive passing checks bring a failed upstream
+	// Fails is how many consecutive failed checks take an upstream out
+	// (Balancer.Remove). Zero means DefaultHealthFails.
+	Fails int
+	// Passes is how many consecutive passing checks bring a failed upstream
 	// back (Balancer.Add). At start-up one passing check is enough: there
-	// is no flapping to guard against yet. Zero means DefaultRise.
-	Rise int
+	// is no flapping to guard against yet. Zero means DefaultHealthPasses.
+	Passes int
 	// Logger receives up and down transitions. Nil means discard.
 	Logger *slog.Logger
 }
@@ -68,11 +71,11 @@ func (o StaticOptions) withDefaults() StaticOptions {
 	if o.Timeout == 0 {
 		o.Timeout = DefaultHealthTimeout
 	}
-	if o.Fall == 0 {
-		o.Fall = DefaultFall
+	if o.Fails == 0 {
+		o.Fails = DefaultHealthFails
 	}
-	if o.Rise == 0 {
-		o.Rise = DefaultRise
+	if o.Passes == 0 {
+		o.Passes = DefaultHealthPasses
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -117,18 +120,18 @@ func (o StaticOptions) Validate() error {
 	if o.Timeout < 0 {
 		bad("Timeout is %v: must be >= 0 (0 means the default)", o.Timeout)
 	}
-	if o.Fall < 0 {
-		bad("Fall is %d: must be >= 0 (0 means the default)", o.Fall)
+	if o.Fails < 0 {
+		bad("Fails is %d: must be >= 0 (0 means the default)", o.Fails)
 	}
-	if o.Rise < 0 {
-		bad("Rise is %d: must be >= 0 (0 means the default)", o.Rise)
+	if o.Passes < 0 {
+		bad("Passes is %d: must be >= 0 (0 means the default)", o.Passes)
 	}
 	return errors.Join(errs...)
 }
 
 // Static reports upstreams that sluice does not start (servers it is
 // pointed at) to a Balancer, from active health checks: each upstream is
-// checked every Interval; Fall consecutive failures Remove it, Rise
+// checked every Interval; Fails consecutive failures Remove it, Passes
 // consecutive passes Add it again.
 //
 // Create it with NewStatic; the zero value is not usable. All methods are
@@ -247,11 +250,11 @@ func (st *Static) observe(u *upstream, err error, now time.Time) {
 		u.passes, u.fails = 0, u.fails+1
 	}
 	switch {
-	case !u.up && err == nil && (u.passes >= st.opts.Rise || u.checks == 1):
+	case !u.up && err == nil && (u.passes >= st.opts.Passes || u.checks == 1):
 		u.up = true
 		st.bal.Add(u.ep)
 		st.log.Info("upstream up", "upstream", u.ep.ID, "addr", u.ep.Addr, "passes", u.passes)
-	case u.up && u.fails >= st.opts.Fall:
+	case u.up && u.fails >= st.opts.Fails:
 		u.up = false
 		st.bal.Remove(u.ep.ID)
 		st.log.Warn("upstream down", "upstream", u.ep.ID, "addr", u.ep.Addr, "fails", u.fails, "err", err)

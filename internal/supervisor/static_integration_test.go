@@ -54,7 +54,7 @@ func TestStaticHTTPHealthChecks(t *testing.T) {
 	addr := strings.TrimPrefix(srv.URL, "http://")
 	st, bal := runStaticReal(t, supervisor.StaticOptions{
 		Upstreams:  []supervisor.Endpoint{{Addr: addr, Concurrency: 8}},
-		HealthPath: "/healthz", Fall: 2, Rise: 2,
+		HealthPath: "/healthz", Fails: 2, Passes: 2,
 	})
 	bal.await(t, "add 1", eventWait)
 	if !st.Ready() {
@@ -80,7 +80,7 @@ func TestStaticConnectChecks(t *testing.T) {
 	// Accept nothing: the kernel completes connections on its own.
 	st, bal := runStaticReal(t, supervisor.StaticOptions{
 		Upstreams: []supervisor.Endpoint{{Addr: l.Addr().String()}},
-		Fall:      1,
+		Fails:     1,
 	})
 	bal.await(t, "add 1", eventWait)
 	l.Close()

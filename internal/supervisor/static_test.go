@@ -39,9 +39,9 @@ func twoUpstreams() []Endpoint {
 	return []Endpoint{{Addr: "10.0.0.1:80"}, {Addr: "10.0.0.2:80"}}
 }
 
-func TestStaticFallAndRise(t *testing.T) {
+func TestStaticFailsAndPasses(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st, fe, fb := runStatic(t, StaticOptions{Upstreams: twoUpstreams(), Interval: time.Second, Fall: 3, Rise: 2}, nil)
+		st, fe, fb := runStatic(t, StaticOptions{Upstreams: twoUpstreams(), Interval: time.Second, Fails: 3, Passes: 2}, nil)
 		if got := sorted(fb.rec.take()); len(got) != 2 || got[0] != "add 1" || got[1] != "add 2" {
 			t.Fatalf("first checks pass: got %q, want add 1 and add 2", got)
 		}
@@ -59,11 +59,11 @@ func TestStaticFallAndRise(t *testing.T) {
 		}
 		step()           // 1 failure
 		step()           // 2 failures
-		step("remove 1") // Fall = 3
+		step("remove 1") // Fails = 3
 		step()
 		fe.setReady(1, true)
 		step()        // 1 pass
-		step("add 1") // Rise = 2
+		step("add 1") // Passes = 2
 		if e, _ := fb.endpoint(1); e.Network != "tcp" || e.Concurrency != 1 || e.Addr != "10.0.0.1:80" {
 			t.Errorf("endpoint 1: got %+v, want defaults tcp and concurrency 1", e)
 		}
@@ -74,9 +74,9 @@ func TestStaticFallAndRise(t *testing.T) {
 	})
 }
 
-func TestStaticStartsDownUntilRise(t *testing.T) {
+func TestStaticStartsDownUntilPasses(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st, fe, fb := runStatic(t, StaticOptions{Upstreams: twoUpstreams()[:1], Interval: time.Second, Rise: 3},
+		st, fe, fb := runStatic(t, StaticOptions{Upstreams: twoUpstreams()[:1], Interval: time.Second, Passes: 3},
 			func(f *fakeEnv) { f.notReady[1] = true })
 		if st.Ready() {
 			t.Fatalf("Ready with the only upstream failing: got true, want false")
@@ -90,7 +90,7 @@ func TestStaticStartsDownUntilRise(t *testing.T) {
 			synctest.Wait()
 		}
 		if got := fb.rec.take(); len(got) != 0 {
-			t.Fatalf("after 2 passes: got %q, want nothing (Rise is 3 once the first check failed)", got)
+			t.Fatalf("after 2 passes: got %q, want nothing (Passes is 3 once the first check failed)", got)
 		}
 		time.Sleep(time.Second)
 		synctest.Wait()
@@ -156,7 +156,7 @@ func TestStaticOptionsValidate(t *testing.T) {
 		{"bad network", StaticOptions{Upstreams: []Endpoint{{Network: "udp", Addr: "a:1"}}}, `Network is "udp"`},
 		{"no address", StaticOptions{Upstreams: []Endpoint{{}}}, "Addr is empty"},
 		{"relative path", StaticOptions{Upstreams: twoUpstreams(), HealthPath: "health"}, "HealthPath"},
-		{"negative fall", StaticOptions{Upstreams: twoUpstreams(), Fall: -1}, "Fall is -1"},
+		{"negative fails", StaticOptions{Upstreams: twoUpstreams(), Fails: -1}, "Fails is -1"},
 		{"negative interval", StaticOptions{Upstreams: twoUpstreams(), Interval: -time.Second}, "Interval is -1s"},
 	}
 	for _, tt := range tests {
