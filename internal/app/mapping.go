@@ -95,6 +95,9 @@ func proxyOptions(cfg *config.Config, ctrl *admission.Controller, log *slog.Logg
 		Logger:              log,
 	}
 	o.MaxHeaderFields, o.UnderscoresInHeaders = p.MaxHeaderFields, p.UnderscoresInHeaders
+	if !p.KernelSaturation {
+		o.WorkerDemand = proxy.NoDemand
+	}
 	if w := cfg.Workers; w != nil && w.Poison.Enabled {
 		// Only supervised workers: the supervisor reports their deaths.
 		t, err := poison.New(poison.Options{After: w.Poison.After, Window: w.Poison.Window,

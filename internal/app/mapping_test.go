@@ -2,10 +2,12 @@ package app
 
 import (
 	"net/http/httptest"
+	"os"
 	"testing"
 
 	"github.com/sluicehq/sluice/admission"
 	"github.com/sluicehq/sluice/internal/config"
+	"github.com/sluicehq/sluice/internal/supervisor"
 	"github.com/sluicehq/sluice/limit"
 )
 
@@ -55,6 +57,34 @@ func TestProxyOptionsWorkerLimit(t *testing.T) {
 		}
 		if got := o.WorkerLimit.MaxSaturation; got != tt.want {
 			t.Errorf("%q: got WorkerLimit.MaxSaturation %v, want %v", tt.yaml, got, tt.want)
+		}
+	}
+}
+
+// proxy.kernelSaturation: false turns the kernel's measure off; the
+// default leaves the proxy's (KernelDemand).
+func TestProxyOptionsKernelSaturation(t *testing.T) {
+	for _, tt := range []struct {
+		yaml string
+		off  bool
+	}{
+		{"workers: {command: w}", false},
+		{"proxy: {kernelSaturation: false}\nworkers: {command: w}", true},
+	} {
+		cfg, err := config.Parse("t", []byte(tt.yaml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := proxyOptions(cfg, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ep := supervisor.Endpoint{Pid: os.Getpid(), Adaptive: true}
+		switch off := o.WorkerDemand != nil && o.WorkerDemand(ep) == nil; {
+		case off != tt.off:
+			t.Errorf("%q: kernel demand off is %v, want %v", tt.yaml, off, tt.off)
+		case !tt.off && o.WorkerDemand != nil:
+			t.Errorf("%q: WorkerDemand set; want nil, the proxy's default", tt.yaml)
 		}
 	}
 }

@@ -452,6 +452,12 @@ type Proxy struct {
 	// limit (concurrency auto) keeps under: the worker's own report (a
 	// Node.js worker's event-loop utilization).
 	SaturationMax float64 `yaml:"saturationMax" mode:"front"`
+	// KernelSaturation gives an adaptive worker that reports no
+	// saturation the one the kernel measures for its process, on Linux:
+	// its main thread's time running or preempted, over time (a worker
+	// sluice runs, or one listening on a loopback upstream). false judges
+	// such a worker by its throughput and latency alone.
+	KernelSaturation bool `yaml:"kernelSaturation" mode:"front"`
 }
 
 // MaxLookahead bounds proxy.lookahead: the proxy's own bound
@@ -595,6 +601,7 @@ func Default() *Config {
 			StreamHold:          5 * time.Second,
 			MaxStreams:          1024,
 			SaturationMax:       0.95,
+			KernelSaturation:    true,
 		},
 		Overload: Overload{
 			PriorityMinShare: 0.05,
