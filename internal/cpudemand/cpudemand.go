@@ -9,7 +9,8 @@
 // it waited, runnable, for a CPU after being preempted, divided by the
 // interval: what Node.js's event-loop utilization counts, read from
 // /proc/<pid>/task/<tid>/schedstat (time run, time waiting to run; Linux
-// 2.6.9 and later) and status (context switches). A thread that ran all
+// 2.6.9 and later) at every reading and status (context switches) once a
+// scan. A thread that ran all
 // the time has demand 1; so has one that shares its CPU with a neighbour
 // and ran half the time, preempted the other half: both could take no more
 // work. Time spent waiting for I/O or a timer is not demand, and neither
@@ -52,10 +53,12 @@ const (
 	// choose, so they are bounded.
 	maxTree    = 16
 	maxThreads = 256
-	// resolveEvery is how often a Meter of a listener looks again for the
-	// process behind it when it has none: a look reads every process's
-	// file descriptors.
+	// resolveEvery is how soon a Meter of a listener looks again for the
+	// process behind it when it has none, doubling after each look that
+	// finds none up to resolveMax: a look reads every process's file
+	// descriptors, and a listener of another user's is never found.
 	resolveEvery = 5 * time.Second
+	resolveMax   = 5 * time.Minute
 )
 
 // Meter reads one worker's CPU demand. Not safe for concurrent use.
@@ -63,8 +66,10 @@ type Meter struct {
 	root string // the proc file system, "/proc"
 	pid  int    // the worker's process; 0: not known
 	addr string // the worker's listening address, when pid is looked up
-	// resolvedAt is when pid was last looked up from addr.
-	resolvedAt time.Time
+	// resolvedAt is when pid was last looked up from addr, and
+	// resolveWait how long until the next look.
+	resolvedAt  time.Time
+	resolveWait time.Duration
 
 	target   int // the process whose main thread is measured; 0: none yet
 	single   bool
@@ -72,14 +77,14 @@ type Meter struct {
 	scanRun  map[int]uint64 // per process of the tree: all its threads' run time at scanAt
 	scanMain uint64         // target's main thread's run time at scanAt
 
-	at   time.Time // of the last reading
-	last counters  // the target's main thread's then
-}
+	// The target's main thread's context switches at scanAt, voluntary
+	// (it slept) and involuntary (preempted), and the share of the last
+	// scan's that were preemptions: how much of its wait counts.
+	scanVol, scanPreempted uint64
+	preemptShare           float64
 
-// counters are a thread's scheduler statistics.
-type counters struct {
-	run, wait      uint64 // ns on a CPU, and runnable waiting for one
-	vol, preempted uint64 // context switches: voluntary (it slept), involuntary
+	at        time.Time // of the last reading
+	run, wait uint64    // the target's main thread's counters then, ns
 }
 
 // New returns a Meter of the process pid, reading the proc file system
@@ -108,43 +113,30 @@ func (m *Meter) Read(now time.Time) (float64, bool) {
 	if m.target == 0 {
 		return 0, false
 	}
-	c, err := m.counters(m.target)
+	run, wait, err := m.schedstat(m.target, m.target)
 	if err != nil {
 		m.target = 0 // gone: look again on the next Read
 		return 0, false
 	}
-	prevAt, prev := m.at, m.last
-	m.at, m.last = now, c
+	prevAt, prevRun, prevWait := m.at, m.run, m.wait
+	m.at, m.run, m.wait = now, run, wait
 	d := now.Sub(prevAt)
-	if prevAt.IsZero() || d <= 0 || !m.single ||
-		c.run < prev.run || c.wait < prev.wait || c.vol < prev.vol || c.preempted < prev.preempted {
+	if prevAt.IsZero() || d <= 0 || !m.single || run < prevRun || wait < prevWait {
 		return 0, false
 	}
-	run, wait := c.run-prev.run, c.wait-prev.wait
-	vol, preempted := c.vol-prev.vol, c.preempted-prev.preempted
-	// The wait that followed preemptions: the schedstat wait split by the
-	// switches' kinds. A thread that never switched ran throughout, or
-	// slept throughout.
-	share := 1.0
-	if vol+preempted > 0 {
-		share = float64(preempted) / float64(vol+preempted)
-	}
-	demand := (float64(run) + share*float64(wait)) / float64(d)
+	demand := (float64(run-prevRun) + m.preemptShare*float64(wait-prevWait)) / float64(d)
 	return min(max(demand, 0), 1), true
 }
 
-// counters reads the scheduler statistics of pid's main thread.
-func (m *Meter) counters(pid int) (counters, error) {
-	run, wait, err := m.schedstat(pid, pid)
-	if err != nil {
-		return counters{}, err
-	}
+// switches reads the context switches of pid's main thread: voluntary
+// (it slept) and involuntary (it was preempted). They are read once a
+// scan, not at every Read: the file is long, and its share changes slowly.
+func (m *Meter) switches(pid int) (vol, preempted uint64, err error) {
 	b, err := os.ReadFile(filepath.Join(m.root, strconv.Itoa(pid), "task", strconv.Itoa(pid), "status"))
 	if err != nil {
-		return counters{}, err
+		return 0, 0, err
 	}
-	c := counters{run: run, wait: wait}
-	var vol, inv bool
+	var haveVol, havePreempted bool
 	for line := range bytes.Lines(b) {
 		k, v, ok := bytes.Cut(line, []byte(":"))
 		if !ok {
@@ -153,29 +145,37 @@ func (m *Meter) counters(pid int) (counters, error) {
 		var dst *uint64
 		switch string(k) {
 		case "voluntary_ctxt_switches":
-			dst, vol = &c.vol, true
+			dst, haveVol = &vol, true
 		case "nonvoluntary_ctxt_switches":
-			dst, inv = &c.preempted, true
+			dst, havePreempted = &preempted, true
 		default:
 			continue
 		}
 		if *dst, err = strconv.ParseUint(string(bytes.TrimSpace(v)), 10, 64); err != nil {
-			return counters{}, errFormat
+			return 0, 0, errFormat
 		}
 	}
-	if !vol || !inv {
-		return counters{}, errFormat
+	if !haveVol || !havePreempted {
+		return 0, 0, errFormat
 	}
-	return c, nil
+	return vol, preempted, nil
 }
 
 // rescan chooses the busiest process of the worker's tree since the last
 // scan and judges whether its main thread does most of its work.
 func (m *Meter) rescan(now time.Time) {
 	if m.addr != "" && (m.pid == 0 || !m.alive(m.pid)) &&
-		(m.resolvedAt.IsZero() || now.Sub(m.resolvedAt) >= resolveEvery) {
+		(m.resolvedAt.IsZero() || now.Sub(m.resolvedAt) >= m.resolveWait) {
 		m.pid, _ = ListenerPid(m.root, m.addr)
 		m.resolvedAt = now
+		switch {
+		case m.pid != 0:
+			m.resolveWait = resolveEvery
+		case m.resolveWait == 0:
+			m.resolveWait = resolveEvery
+		default:
+			m.resolveWait = min(2*m.resolveWait, resolveMax)
+		}
 	}
 	tree := m.tree()
 	runs := make(map[int]uint64, len(tree))
@@ -194,21 +194,43 @@ func (m *Meter) rescan(now time.Time) {
 			second = used
 		}
 	}
-	var main uint64
+	var main, vol, preempted uint64
+	var err error
 	if best != 0 {
-		main, _, _ = m.schedstat(best, best)
+		main, _, err = m.schedstat(best, best)
+		if err == nil {
+			vol, preempted, err = m.switches(best)
+		}
 	}
 	switch {
-	case best == 0 || float64(second) > MaxOtherShare*float64(bestRun):
+	case best == 0 || err != nil || float64(second) > MaxOtherShare*float64(bestRun):
 		m.single = false
 	case best != m.target:
-		// A new process measured: its share is judged over its life so far.
+		// A new process measured: its shares are judged over its life so
+		// far.
 		m.single = share(main, runs[best]) >= MinMainShare
+		m.preemptShare = switchShare(preempted, vol)
 		m.at = time.Time{}
-	case bestRun > 0:
-		m.single = share(main-min(main, m.scanMain), bestRun) >= MinMainShare
+	default:
+		if bestRun > 0 {
+			m.single = share(main-min(main, m.scanMain), bestRun) >= MinMainShare
+		}
+		if vol >= m.scanVol && preempted >= m.scanPreempted && vol+preempted > m.scanVol+m.scanPreempted {
+			m.preemptShare = switchShare(preempted-m.scanPreempted, vol-m.scanVol)
+		}
 	}
 	m.target, m.scanAt, m.scanRun, m.scanMain = best, now, runs, main
+	m.scanVol, m.scanPreempted = vol, preempted
+}
+
+// switchShare is the share of a thread's wait for a CPU that followed a
+// preemption, from its switches: a thread that never switched ran
+// throughout (or slept throughout, and then waited for nothing).
+func switchShare(preempted, vol uint64) float64 {
+	if preempted+vol == 0 {
+		return 1
+	}
+	return float64(preempted) / float64(preempted+vol)
 }
 
 func share(part, whole uint64) float64 {

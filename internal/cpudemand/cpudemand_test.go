@@ -103,29 +103,34 @@ func TestDemandIsRunPlusWaitOverTime(t *testing.T) {
 // The wait to be scheduled after waking (from epoll, a timer) is not
 // demand: an event loop counts it idle, and on a busy machine it would
 // make an async worker that does little look saturated. The wait after a
-// preemption is: the loop was in the middle of its work.
+// preemption is: the loop was in the middle of its work. Which is which
+// is judged from the switches of the last scan.
 func TestWaitAfterWakeupIsNotDemand(t *testing.T) {
 	p := newFakeProc(t)
 	p.thread(10, 10, time.Second, 0)
-	p.switched(10, 10, 1000, 1000)
+	p.switched(10, 10, 1000, 0) // so far it only ever slept
 	m := New(p.root, 10)
 	m.Read(t0)
-	// Woke 10 times, preempted never: 10 ms run, 40 ms waiting to run.
+	// 10 ms run, 40 ms waiting to run after wakeups.
 	p.thread(10, 10, time.Second+10*time.Millisecond, 40*time.Millisecond)
-	p.switched(10, 10, 1010, 1000)
 	if d, ok := m.Read(t0.Add(100 * time.Millisecond)); !ok || !near(d, 0.1) {
 		t.Fatalf("after wakeups only: Read = %v, %v; want 0.1, true", d, ok)
 	}
-	// Half the switches preemptions: half the wait counts.
+	// Over the next scan, half its switches were preemptions: half the
+	// wait counts from then on.
+	p.switched(10, 10, 1010, 10)
+	at := t0.Add(RescanEvery)
+	m.Read(at)
 	p.thread(10, 10, time.Second+20*time.Millisecond, 80*time.Millisecond)
-	p.switched(10, 10, 1015, 1005)
-	if d, ok := m.Read(t0.Add(200 * time.Millisecond)); !ok || !near(d, 0.3) {
+	if d, ok := m.Read(at.Add(100 * time.Millisecond)); !ok || !near(d, 0.3) {
 		t.Fatalf("half preempted: Read = %v, %v; want 0.3, true", d, ok)
 	}
 	// Preempted only, as a renderer sharing its CPU: all of it.
+	p.switched(10, 10, 1010, 30)
+	at = at.Add(RescanEvery)
+	m.Read(at)
 	p.thread(10, 10, time.Second+70*time.Millisecond, 130*time.Millisecond)
-	p.switched(10, 10, 1015, 1025)
-	if d, ok := m.Read(t0.Add(300 * time.Millisecond)); !ok || !near(d, 1) {
+	if d, ok := m.Read(at.Add(100 * time.Millisecond)); !ok || !near(d, 1) {
 		t.Fatalf("preempted only: Read = %v, %v; want 1, true", d, ok)
 	}
 }
@@ -220,17 +225,19 @@ func TestMalformedSchedstatNotMeasured(t *testing.T) {
 	p.thread(10, 10, time.Second, 0)
 	m := New(p.root, 10)
 	m.Read(t0)
-	for _, bad := range []struct{ file, text string }{
+	for i, bad := range []struct{ file, text string }{
 		{"schedstat", ""}, {"schedstat", "12"}, {"schedstat", "x 1 1"}, {"schedstat", "1 y 1"},
 		{"status", "Name:\tnode\n"},
 		{"status", "voluntary_ctxt_switches:\t1\nnonvoluntary_ctxt_switches:\tz\n"},
 	} {
+		// Each case at a scan of its own: the status file is read then.
+		at := t0.Add(time.Duration(i+1) * RescanEvery)
 		p.thread(10, 10, time.Second, 0)
-		m.Read(t0)
+		m.Read(at)
 		if err := os.WriteFile(filepath.Join(p.root, "10", "task", "10", bad.file), []byte(bad.text), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, ok := m.Read(t0.Add(100 * time.Millisecond)); ok {
+		if _, ok := m.Read(at.Add(RescanEvery)); ok {
 			t.Fatalf("a reading was given from %s %q", bad.file, bad.text)
 		}
 	}

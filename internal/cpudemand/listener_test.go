@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -121,6 +122,36 @@ func TestListenerMeterFollowsRestarts(t *testing.T) {
 	p.thread(41, 41, 130*time.Millisecond, 0)
 	if d, ok := m.Read(at.Add(100 * time.Millisecond)); !ok || !near(d, 0.3) {
 		t.Fatalf("after the restart: Read = %v, %v; want the new process's 0.3, true", d, ok)
+	}
+}
+
+// A listener that is never found (another user's) is looked for less and
+// less often: each look reads every process's file descriptors.
+func TestListenerLookupBacksOff(t *testing.T) {
+	p := newFakeProc(t)
+	p.tcpTable("tcp")
+	p.thread(40, 40, time.Second, 0)
+	m := NewListener(p.root, "127.0.0.1:8080")
+	var looks []time.Duration
+	for at := time.Duration(0); at < 2*time.Minute; at += 100 * time.Millisecond {
+		before := m.resolvedAt
+		m.Read(t0.Add(at))
+		if !m.resolvedAt.Equal(before) {
+			looks = append(looks, at)
+		}
+	}
+	want := []time.Duration{0, 5 * time.Second, 15 * time.Second, 35 * time.Second, 75 * time.Second}
+	if !slices.Equal(looks, want) {
+		t.Fatalf("looked at %v; want %v", looks, want)
+	}
+	// Found at last: measured, and looked for again soon if it goes.
+	p.tcpTable("tcp", [3]string{"127.0.0.1:8080", "0A", "444"})
+	p.fd(40, 5, "socket:[444]")
+	at := t0.Add(155 * time.Second)
+	m.Read(at)
+	p.thread(40, 40, time.Second+50*time.Millisecond, 0)
+	if _, ok := m.Read(at.Add(100 * time.Millisecond)); !ok || m.resolveWait != resolveEvery {
+		t.Fatalf("found: reading given %v, next look after %v; want true, %v", ok, m.resolveWait, resolveEvery)
 	}
 }
 

@@ -60,3 +60,23 @@ func TestRealProcesses(t *testing.T) {
 		t.Errorf("a sleeping process's demand = %.2f; want near 0", d)
 	}
 }
+
+// BenchmarkRead is the cost of one reading of a real single-threaded
+// process: two small files, and a rescan of its tree once a second.
+func BenchmarkRead(b *testing.B) {
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}()
+	m := New("/proc", cmd.Process.Pid)
+	now := time.Now()
+	b.ReportAllocs()
+	for b.Loop() {
+		now = now.Add(100 * time.Millisecond) // a window apart: a rescan every tenth
+		m.Read(now)
+	}
+}
