@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// Scenario hop-cpu is issue 15's measurement: the CPU the front itself
+// Scenario hop-cpu measures the CPU the front itself
 // spends per request, sluice beside nginx -> HAProxy, on the same two
 // trivial Node.js workers (node:http, no framework: a 250-byte JSON
 // answer, or an 80 KB HTML page), both fronts allowing 8 requests per

@@ -40,8 +40,8 @@ const DefaultNodeWorker = "examples/react-ssr/worker.js"
 
 // NodeReactItems is how many listing cards the CPU-bound workload's page
 // has: the example's page has 200 (~620 KB), which took 34-47 ms of CPU
-// a render on the suite's machine, three times the ~12 ms render of the
-// workload issue 9 describes; 60 cards (~190 KB) come near it.
+// a render on the suite's machine, three times the ~12 ms render of a
+// typical SSR page (the seed's renderers); 60 cards (~190 KB) come near it.
 // Options.NodeReactItems changes it.
 const NodeReactItems = 60
 
