@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"runtime"
 	"testing"
+	"time"
 
 	"golang.org/x/sync/semaphore"
 
@@ -19,13 +20,27 @@ import (
 	"github.com/sluicehq/sluice/limit"
 )
 
+// newController is a Controller with room to spare and its default sample
+// window, whose loop sets how many requests it times (see warm).
 func newController(b *testing.B) *admission.Controller {
-	c, err := admission.New(admission.Options{Limit: limit.NewFixed(1000), SampleWindow: -1})
+	c, err := admission.New(admission.Options{Limit: limit.NewFixed(1000)})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(c.Close)
 	return c
+}
+
+// warm runs op for a few of the Controller's probe intervals before it is
+// measured: a Controller times a sample of its requests once it has seen
+// their rate, as a service does once it has been up for a moment.
+func warm(op func()) func() {
+	for end := time.Now().Add(50 * time.Millisecond); time.Now().Before(end); {
+		for range 1000 {
+			op()
+		}
+	}
+	return op
 }
 
 // The peers, each as an acquire/release pair under the limit.
@@ -35,13 +50,26 @@ var peers = []struct {
 }{
 	{"sluice", func(b *testing.B) func() {
 		c, ctx := newController(b), context.Background()
-		return func() {
+		return warm(func() {
 			p, err := c.Acquire(ctx, admission.Request{})
 			if err != nil {
 				b.Fatal(err)
 			}
 			p.Release()
-		}
+		})
+	}},
+	// The default request given back with Done, as the middleware and the
+	// gRPC interceptors do: the timed pair, and the sample fed to the
+	// limit.
+	{"sluice-done", func(b *testing.B) func() {
+		c, ctx := newController(b), context.Background()
+		return warm(func() {
+			p, err := c.Acquire(ctx, admission.Request{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			p.Done()
+		})
 	}},
 	// Untimed: what a caller that gives its slots back with Release (or
 	// times its own work, as sluice's proxy does) pays. Permit.Done's
@@ -49,13 +77,13 @@ var peers = []struct {
 	{"sluice-untimed", func(b *testing.B) func() {
 		c, ctx := newController(b), context.Background()
 		req := admission.Request{Untimed: true}
-		return func() {
+		return warm(func() {
 			p, err := c.Acquire(ctx, req)
 			if err != nil {
 				b.Fatal(err)
 			}
 			p.Release()
-		}
+		})
 	}},
 	{"x-sync-semaphore", func(b *testing.B) func() {
 		s, ctx := semaphore.NewWeighted(1000), context.Background()
@@ -80,6 +108,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 		b.Run(p.name, func(b *testing.B) {
 			op := p.make(b)
 			b.ReportAllocs()
+			b.ResetTimer()
 			for b.Loop() {
 				op()
 			}
@@ -92,6 +121,7 @@ func BenchmarkAcquireReleaseParallel(b *testing.B) {
 		b.Run(p.name, func(b *testing.B) {
 			op := p.make(b)
 			b.ReportAllocs()
+			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					op()
@@ -122,6 +152,7 @@ func BenchmarkAcquireReleaseProcs(b *testing.B) {
 				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(st.procs))
 				op := p.make(b)
 				b.ReportAllocs()
+				b.ResetTimer()
 				b.SetParallelism(st.perP)
 				b.RunParallel(func(pb *testing.PB) {
 					for pb.Next() {
