@@ -15,6 +15,11 @@ type Sample struct {
 	// out, or a downstream shed it. Algorithms treat it as a congestion
 	// signal whatever its RTT.
 	Dropped bool
+	// Weight is how many completed requests the sample stands for; 0
+	// means 1. A caller that times one request in k (the admission
+	// Controller does at high rates) sets it to k. Algorithms count
+	// completions by weight and take RTT statistics over the samples.
+	Weight int
 }
 
 // Window is the periodic observation, delivered once every sample window.
