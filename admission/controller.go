@@ -17,15 +17,20 @@ import (
 // overshoot the limit, as a check-then-act admission (read in flight, then
 // add) does when several goroutines read the same last free slot.
 //
-//	bits  0..29  in flight (slots in use)
-//	bits 30..59  limit
-//	bit  62      slow: someone is waiting or the controller is closed; every
+//	bits  0..23  in flight (slots in use)
+//	bits 24..47  limit
+//	bit  48      slow: someone is waiting or the controller is closed; every
 //	             acquire and release then takes the mutex, so a newcomer never
 //	             overtakes a waiter and a freed slot is handed to the queue.
+//	bits 49..63  sequence: every fast acquire adds one, wrapping, so that the
+//	             add that takes the slots also numbers the request for
+//	             sampling (see sampled) at no extra cost.
 const (
-	fieldBits = 30
+	fieldBits = 24
 	fieldMask = 1<<fieldBits - 1
-	slowBit   = 1 << 62
+	slowBit   = 1 << 48
+	seqShift  = 49
+	seqOne    = 1 << seqShift
 
 	// MaxLimit is the largest limit a Controller can enforce.
 	MaxLimit = fieldMask >> 1
@@ -68,7 +73,11 @@ func fits(s uint64, cost int64) bool {
 // goroutine (the sample-window loop). A process may run several.
 type Controller struct {
 	state atomic.Uint64
-	_     [56]byte
+	// shift is log2 of how many requests the Controller times one of (see
+	// sampled): read by every timed Acquire just after its add to state,
+	// so on the line that add brought in; the window loop sets it.
+	shift atomic.Uint32
+	_     [52]byte
 	// ceiling bounds the limit from outside the algorithm: the effective
 	// limit is min(algorithm, ceiling). See SetCeiling.
 	ceiling atomic.Int64
@@ -97,6 +106,7 @@ type Controller struct {
 	_         [64]byte
 	latency   atomic.Uint64 // float64 bits of the EWMA, in nanoseconds
 	peak      atomic.Int64  // highest in-flight seen by Done this window
+	timed     atomic.Uint64 // timed Permits given back, by weight (see pace)
 	afterWait atomic.Uint64
 	cancelled atomic.Uint64
 	shedCount [numReasons]atomic.Uint64
@@ -177,34 +187,47 @@ type Permit struct {
 	c     *Controller
 	cost  int64
 	class int8
+	shift uint8         // a timed Permit stands for 1<<shift requests
 	start time.Duration // when it was granted, since c.epoch; untimed if not read
 }
 
-// untimed is the start of a Permit whose Request was Untimed: c.since() is
-// never negative.
+// untimed is the start of a Permit that is not timed: its Request was
+// Untimed, or it was not sampled. c.since() is never negative.
 const untimed time.Duration = -1
 
-// startOf is the start of a Permit for req granted now: one clock read,
-// unless req is Untimed.
-func (c *Controller) startOf(req *Request) time.Duration {
-	if req.Untimed {
-		return untimed
-	}
-	return c.since()
+// times reports whether the Permit for req, granted as the request
+// numbered seq, is timed, and at what shift (see sampled).
+func (c *Controller) times(req *Request, seq uint64) (uint32, bool) {
+	shift := c.shift.Load()
+	return shift, !req.Untimed && sampled(seq, shift)
+}
+
+// timedPermit is a Permit for cost slots of class ci granted now, timed at
+// shift: one clock read. Kept out of line, so that the fast path's
+// untimed case stays short.
+//
+//go:noinline
+func (c *Controller) timedPermit(cost int64, ci int, shift uint32) Permit {
+	return Permit{c: c, cost: cost, class: int8(ci), shift: uint8(shift), start: c.since()}
 }
 
 // Release gives the slot back without a latency sample: for work that
 // did not run (the client left) or whose duration says nothing about the
 // service.
 func (p Permit) Release() {
-	if p.c != nil {
-		p.c.release(p.cost)
+	if p.c == nil {
+		return
 	}
+	if p.start != untimed {
+		p.c.timed.Add(1 << p.shift)
+	}
+	p.c.release(p.cost)
 }
 
-// Done gives the slot back and feeds the limit algorithm the time since
-// the Permit was granted; for a Permit of an Untimed Request, it is
-// Release.
+// Done gives the slot back and, if the Permit was timed, feeds the limit
+// algorithm the time since it was granted. A Permit of an Untimed Request
+// is not timed, and neither are most of them at high rates (see
+// Options.SampleWindow): for those Done is Release.
 func (p Permit) Done() {
 	if p.c == nil {
 		return
@@ -220,11 +243,15 @@ func (p Permit) Done() {
 // DoneSample gives the slot back and feeds the limit algorithm s, for
 // callers that time their own work: s.Now and s.RTT (the time the slot was
 // held) are the caller's, s.Dropped says the work failed for overload;
-// Inflight is filled in here.
+// Inflight is filled in here, and Weight when zero: the requests the
+// Permit stands for, 1 unless the Controller sampled it (Done).
 func (p Permit) DoneSample(s limit.Sample) {
 	c := p.c
 	if c == nil {
 		return
+	}
+	if s.Weight <= 0 {
+		s.Weight = 1 << p.shift
 	}
 	s.Inflight = int(inflightOf(c.state.Load()))
 	c.release(p.cost)
@@ -234,13 +261,16 @@ func (p Permit) DoneSample(s limit.Sample) {
 			break
 		}
 	}
+	if p.start != untimed {
+		c.timed.Add(1 << p.shift)
+	}
 	c.smooth(&c.latency, s.RTT)
 	c.smooth(&c.classLatency[p.class], s.RTT)
 	o := ServiceDone
 	if s.Dropped {
 		o = ServiceDropped
 	}
-	c.lat.service[p.class][o].record(s.RTT)
+	c.lat.service[p.class][o].record(s.RTT, uint64(s.Weight))
 	c.adopt(c.alg.Observe(s))
 }
 
@@ -296,19 +326,25 @@ func (c *Controller) Acquire(ctx context.Context, req Request) (Permit, error) {
 	// overtakes a waiter. Dear requests take the compare-and-swap instead,
 	// so that optimistic adds can never sum past the in-flight field.
 	if cost <= fastMaxCost {
-		if s := c.state.Add(uint64(cost)); s&slowBit == 0 && fitsAfter(s, cost) {
+		if s := c.state.Add(uint64(cost) + seqOne); s&slowBit == 0 && fitsAfter(s, cost) {
 			c.fastAdmitted[ci].add()
 			c.seenFast(req.Tenant)
-			return Permit{c, cost, int8(ci), c.startOf(&req)}, nil
+			if shift, ok := c.times(&req, s>>seqShift); ok {
+				return c.timedPermit(cost, ci, shift), nil
+			}
+			return Permit{c: c, cost: cost, class: int8(ci), start: untimed}, nil
 		}
 		c.release(cost)
-	} else if c.tryAdmitFast(cost) {
+	} else if s, ok := c.tryAdmitFast(cost); ok {
 		c.fastAdmitted[ci].add()
 		c.seenFast(req.Tenant)
-		return Permit{c, cost, int8(ci), c.startOf(&req)}, nil
+		if shift, ok := c.times(&req, s>>seqShift); ok {
+			return c.timedPermit(cost, ci, shift), nil
+		}
+		return Permit{c: c, cost: cost, class: int8(ci), start: untimed}, nil
 	}
 	p, wait, err := c.acquireSlow(ctx, req, cost)
-	c.lat.wait[ci][waitOutcome(err)].record(wait)
+	c.lat.wait[ci][waitOutcome(err)].record(wait, 1)
 	return p, err
 }
 
@@ -320,9 +356,20 @@ func (c *Controller) seenFast(tenant string) {
 	}
 }
 
-// tryAdmitFast takes cost slots with a compare-and-swap if they fit and
-// nobody waits.
-func (c *Controller) tryAdmitFast(cost int64) bool { return c.tryAdmit(cost, slowBit) }
+// tryAdmitFast takes cost slots with a compare-and-swap, numbering the
+// request as the fast path's add does, if they fit and nobody waits. It
+// returns the state it made.
+func (c *Controller) tryAdmitFast(cost int64) (uint64, bool) {
+	for {
+		s := c.state.Load()
+		if s&slowBit != 0 || !fits(s, cost) {
+			return 0, false
+		}
+		if next := s + uint64(cost) + seqOne; c.state.CompareAndSwap(s, next) {
+			return next, true
+		}
+	}
+}
 
 // acquireSlow is Acquire past the fast path: it also returns how long the
 // request waited in the queue (zero when it did not queue). Under the
@@ -337,8 +384,11 @@ func (c *Controller) acquireSlow(ctx context.Context, req Request, cost int64) (
 	}
 	if c.admitNowLocked(req.Tenant, cost) {
 		c.mu.Unlock()
-		c.admitted.Add(1)
-		return Permit{c, cost, int8(req.Priority.classIndex()), c.startOf(&req)}, 0, nil
+		ci := req.Priority.classIndex()
+		if shift, ok := c.times(&req, c.admitted.Add(1)); ok {
+			return c.timedPermit(cost, ci, shift), 0, nil
+		}
+		return Permit{c: c, cost: cost, class: int8(ci), start: untimed}, 0, nil
 	}
 	if err := c.mayWaitLocked(ctx); err != nil {
 		c.mu.Unlock()
@@ -357,8 +407,10 @@ func (c *Controller) acquireSlow(ctx context.Context, req Request, cost int64) (
 	p, err := c.await(ctx, w, wait, waitReason)
 	// One clock read: the end of the wait is the start of the Permit.
 	end := c.since()
-	if err == nil && !req.Untimed {
-		p.start = end
+	if err == nil {
+		if shift, ok := c.times(&req, c.admitted.Add(1)); ok {
+			p.start, p.shift = end, uint8(shift)
+		}
 	}
 	return p, end - now.Sub(c.epoch), err
 }
@@ -470,9 +522,9 @@ func (c *Controller) outcome(w *waiter) (Permit, error) {
 	if w.err != nil {
 		return Permit{}, w.err
 	}
-	c.admitted.Add(1)
 	c.afterWait.Add(1)
-	return Permit{c, w.cost, w.class, untimed}, nil // acquireSlow times it
+	// acquireSlow counts it as admitted, and times it.
+	return Permit{c: c, cost: w.cost, class: w.class, start: untimed}, nil
 }
 
 // tryAdmitLocked takes cost slots if they fit. REQUIRES c.mu held.

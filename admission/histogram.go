@@ -96,10 +96,11 @@ type histogram struct {
 	sum    atomic.Int64 // nanoseconds
 }
 
-func (h *histogram) record(d time.Duration) {
-	h.counts[bucketOf(d)].Add(1)
+// record adds n observations of d: one timed request standing for n.
+func (h *histogram) record(d time.Duration, n uint64) {
+	h.counts[bucketOf(d)].Add(n)
 	if d > 0 {
-		h.sum.Add(int64(d))
+		h.sum.Add(int64(d) * int64(n))
 	}
 }
 
