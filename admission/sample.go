@@ -54,7 +54,7 @@ func (c *Controller) pace(timed uint64, el time.Duration) {
 	if el <= 0 {
 		return
 	}
-	if s := shiftFor(float64(timed) * float64(c.window) / float64(el)); s != c.shift.Load() {
+	if s := min(shiftFor(float64(timed)*float64(c.window)/float64(el)), c.maxShift); s != c.shift.Load() {
 		c.shift.Store(s)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -137,4 +138,90 @@ func TestUntimedDoNotThinTheTimed(t *testing.T) {
 			t.Errorf("%d timed requests done beside 100,000/s untimed: %d samples of weight %d, want every one timed", timed, samples, weight)
 		}
 	})
+}
+
+// counting is a limit.Algorithm that counts the samples it passes on.
+type counting struct {
+	limit.Algorithm
+	samples atomic.Int64
+}
+
+func (c *counting) Observe(s limit.Sample) int {
+	c.samples.Add(1)
+	return c.Algorithm.Observe(s)
+}
+
+// The Gradient limit settles at the same limit when the Controller times a
+// sample as when it times every request: 300 clients in a closed loop
+// against a downstream that serves 128 at once in 2 ms (64,000/s, where
+// the Controller times about one request in 4). The RTT statistics the
+// rule uses are means and standard errors over the samples, which a
+// sample estimates as well as every request does.
+func TestGradientSampledSameLimit(t *testing.T) {
+	var settled [2]float64
+	var samples, done [2]int64
+	for i, build := range []func(admission.Options) (*admission.Controller, error){admission.NewTimingAll, admission.New} {
+		synctest.Test(t, func(t *testing.T) {
+			g, err := limit.NewGradient(limit.GradientOptions{Initial: 50})
+			if err != nil {
+				t.Fatal(err)
+			}
+			alg := &counting{Algorithm: g}
+			c, err := build(admission.Options{Limit: alg, SampleWindow: 100 * time.Millisecond, QueueSize: 1000, QueueTimeout: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			downstream := make(chan struct{}, 128)
+			var limits []int
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			wg.Go(func() {
+				for {
+					select {
+					case <-stop:
+						return
+					case <-time.After(100 * time.Millisecond):
+						limits = append(limits, c.Stats().Limit)
+					}
+				}
+			})
+			var n atomic.Int64
+			end := time.Now().Add(2 * time.Second)
+			var clients sync.WaitGroup
+			for range 300 {
+				clients.Go(func() {
+					for time.Now().Before(end) {
+						p, err := c.Acquire(context.Background(), admission.Request{})
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						downstream <- struct{}{}
+						time.Sleep(2 * time.Millisecond)
+						<-downstream
+						p.Done()
+						n.Add(1)
+					}
+				})
+			}
+			clients.Wait()
+			close(stop)
+			wg.Wait()
+			samples[i], done[i] = alg.samples.Load(), n.Load()
+			last := limits[len(limits)-10:] // the last second
+			for _, l := range last {
+				settled[i] += float64(l) / float64(len(last))
+			}
+			t.Logf("limits %v", limits)
+		})
+	}
+	t.Logf("every request timed: %d samples of %d, limit %.1f over the last second; sampled: %d of %d, limit %.1f",
+		samples[0], done[0], settled[0], samples[1], done[1], settled[1])
+	if samples[1] > done[1]/3 {
+		t.Errorf("sampled run: %d samples of %d done, want at most a third timed", samples[1], done[1])
+	}
+	if math.Abs(settled[1]-settled[0]) > 0.1*settled[0] {
+		t.Errorf("limit %.1f sampled, %.1f timing every request: want within 10%%", settled[1], settled[0])
+	}
 }
