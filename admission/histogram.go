@@ -183,7 +183,10 @@ func (h *Histograms) QueueWait(p Priority, o WaitOutcome) Histogram {
 // Service returns the distribution of the time class p's requests held
 // their slot, as given back by Permit.Done and Permit.DoneSample (the
 // sample's RTT). Permit.Release gives a slot back untimed, and is not
-// counted.
+// counted. Each observation counts as many requests as its sample stands
+// for (limit.Sample.Weight): at a high rate, where the Controller times a
+// sample of the requests, the counts and the sum are estimates, within
+// a percent or so, of every request's.
 func (h *Histograms) Service(p Priority, o ServiceOutcome) Histogram {
 	if o >= numServiceOutcomes {
 		return Histogram{}
