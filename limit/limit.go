@@ -59,7 +59,8 @@ type Paced interface {
 
 // Algorithm computes a concurrency limit. Implementations are safe for
 // concurrent use: Observe is called from every goroutine that completes a
-// request.
+// timed request (a sample of them, weighted, at high rates: see
+// Sample.Weight).
 type Algorithm interface {
 	// Limit returns the current limit, always >= 1.
 	Limit() int
