@@ -267,21 +267,21 @@ func (c *Controller) done(cost int64, tag permitTag, start time.Duration) {
 		return
 	}
 	now := c.since()
-	Permit{c, cost, tag, start}.DoneSample(limit.Sample{Now: c.epoch.Add(now), RTT: now - start})
+	Permit{c, cost, tag, start}.DoneSample(limit.Sample{Now: c.epoch.Add(now), RTT: now - start, Weight: 1 << tag.shift})
 }
 
 // DoneSample gives the slot back and feeds the limit algorithm s, for
 // callers that time their own work: s.Now and s.RTT (the time the slot was
 // held) are the caller's, s.Dropped says the work failed for overload;
-// Inflight is filled in here, and Weight when zero: the requests the
-// Permit stands for, 1 unless the Controller sampled it (Done).
+// Inflight is filled in here, and Weight is 1 when not set: a caller that
+// times its own work gives back a sample for every request.
 func (p Permit) DoneSample(s limit.Sample) {
 	c := p.c
 	if c == nil {
 		return
 	}
 	if s.Weight <= 0 {
-		s.Weight = 1 << p.tag.shift
+		s.Weight = 1
 	}
 	s.Inflight = int(inflightOf(c.state.Load()))
 	c.release(p.cost)

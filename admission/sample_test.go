@@ -44,6 +44,12 @@ func (w *weights) counts() (samples, weight int) {
 // returns how many were done. It must run inside a synctest bubble.
 func closedLoop(t *testing.T, c *admission.Controller, workers int, req admission.Request, service, d time.Duration) int {
 	t.Helper()
+	return closedLoopWith(t, c, workers, req, service, d, admission.Permit.Done)
+}
+
+// closedLoopWith is closedLoop giving the slots back with giveBack.
+func closedLoopWith(t *testing.T, c *admission.Controller, workers int, req admission.Request, service, d time.Duration, giveBack func(admission.Permit)) int {
+	t.Helper()
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	done := 0
@@ -57,7 +63,7 @@ func closedLoop(t *testing.T, c *admission.Controller, workers int, req admissio
 					return
 				}
 				time.Sleep(service)
-				p.Done()
+				giveBack(p)
 				mu.Lock()
 				done++
 				mu.Unlock()
@@ -119,6 +125,22 @@ func TestHighRateTimesASample(t *testing.T) {
 		}
 		if st := c.Stats(); st.Admitted != uint64(done) {
 			t.Errorf("Stats.Admitted %d, want %d exactly", st.Admitted, done)
+		}
+	})
+}
+
+// A caller that times its own work and gives every slot back with
+// DoneSample feeds the limit one sample of weight 1 per request, at a rate
+// where the Controller's own timing would be sampled.
+func TestDoneSampleWeighsOne(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		alg := &weights{limit: 1000}
+		c := newController(t, 0, admission.Options{Limit: alg, SampleWindow: 100 * time.Millisecond})
+		done := closedLoopWith(t, c, 100, admission.Request{}, time.Millisecond, time.Second, func(p admission.Permit) {
+			p.DoneSample(limit.Sample{Now: time.Now(), RTT: time.Millisecond})
+		})
+		if samples, weight := alg.counts(); samples != done || weight != done {
+			t.Errorf("%d given back with DoneSample: %d samples of weight %d, want %d of weight 1", done, samples, weight, done)
 		}
 	})
 }
