@@ -20,10 +20,11 @@ import (
 	"github.com/sluicehq/sluice/limit"
 )
 
-// newController is a Controller with room to spare and its default sample
-// window, whose loop sets how many requests it times (see warm).
+// newController is a Controller with room to spare and the default
+// limit's sample window (limit.Auto's), whose loop sets how many requests
+// it times every tenth of it (see warm).
 func newController(b *testing.B) *admission.Controller {
-	c, err := admission.New(admission.Options{Limit: limit.NewFixed(1000)})
+	c, err := admission.New(admission.Options{Limit: limit.NewFixed(1000), SampleWindow: limit.AutoWindow})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -31,9 +32,9 @@ func newController(b *testing.B) *admission.Controller {
 	return c
 }
 
-// warm runs op for a few of the Controller's probe intervals before it is
-// measured: a Controller times a sample of its requests once it has seen
-// their rate, as a service does once it has been up for a moment.
+// warm runs op for five of the Controller's probe intervals (10 ms) before
+// it is measured: a Controller times a sample of its requests once it has
+// seen their rate, as a service does once it has been up for a moment.
 func warm(op func()) func() {
 	for end := time.Now().Add(50 * time.Millisecond); time.Now().Before(end); {
 		for range 1000 {
