@@ -73,11 +73,7 @@ func fits(s uint64, cost int64) bool {
 // goroutine (the sample-window loop). A process may run several.
 type Controller struct {
 	state atomic.Uint64
-	// shift is log2 of how many requests the Controller times one of (see
-	// sampled): read by every timed Acquire just after its add to state,
-	// so on the line that add brought in; the window loop sets it.
-	shift atomic.Uint32
-	_     [52]byte
+	_     [56]byte
 	// ceiling bounds the limit from outside the algorithm: the effective
 	// limit is min(algorithm, ceiling). See SetCeiling.
 	ceiling atomic.Int64
@@ -92,6 +88,13 @@ type Controller struct {
 	// zero waits without recording anything on the fast path.
 	fastAdmitted [numPriorities]stripedCounter
 	admitted     atomic.Uint64 // admissions after the slow path
+
+	// shift is log2 of how many requests the Controller times one of (see
+	// sampled), read by every timed Acquire; the window loop sets it, when
+	// it changes. Not on the state word's line: in parallel that line
+	// moves between the cores, and a second access to it after the add
+	// would often find it gone.
+	shift atomic.Uint32
 
 	alg           limit.Algorithm
 	quota         Quota // nil: none
@@ -212,8 +215,11 @@ const untimed time.Duration = -1
 // times reports whether the Permit for req, granted as the request
 // numbered seq, is timed, and at what shift (see sampled).
 func (c *Controller) times(req *Request, seq uint64) (uint32, bool) {
+	if req.Untimed {
+		return 0, false
+	}
 	shift := c.shift.Load()
-	return shift, !req.Untimed && sampled(seq, shift)
+	return shift, sampled(seq, shift)
 }
 
 // timedPermit is a Permit for cost slots of class ci granted now, timed at
