@@ -444,7 +444,9 @@ func (c *Controller) acquireSlow(ctx context.Context, req Request, cost int64) (
 	// One clock read: the end of the wait is the start of the Permit.
 	end := c.since()
 	if err == nil {
-		if shift, ok := c.times(&req, c.admitted.Add(1)); ok {
+		n := c.admitted.Add(1)
+		c.afterWait.Add(1)
+		if shift, ok := c.times(&req, n); ok {
 			p.start, p.tag.shift = end, uint8(shift)
 		}
 	}
@@ -558,7 +560,6 @@ func (c *Controller) outcome(w *waiter) (Permit, error) {
 	if w.err != nil {
 		return Permit{}, w.err
 	}
-	c.afterWait.Add(1)
 	// acquireSlow counts it as admitted, and times it.
 	return Permit{c: c, cost: w.cost, tag: permitTag{class: w.class}, start: untimed}, nil
 }
