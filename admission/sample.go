@@ -9,9 +9,10 @@ import "time"
 // window loop sets the shift from the timed Permits given back in its last
 // probe interval (counted by the requests they stand for: an estimate of
 // the timed requests), so that a window still holds at least
-// minWindowSamples samples; each sample carries the number of requests it stands for
-// (limit.Sample.Weight), so rates and histogram counts stay estimates of
-// every request, and RTT statistics are taken over the samples.
+// minWindowSamples samples. Each sample carries the number of requests it
+// stands for (limit.Sample.Weight), so that rates and histogram counts
+// stay estimates of every request; RTT statistics are taken over the
+// samples.
 const (
 	// minWindowSamples is the fewest samples a sample window should get
 	// at the shift the loop sets: below twice that many timed completions
