@@ -17,15 +17,20 @@ import (
 // overshoot the limit, as a check-then-act admission (read in flight, then
 // add) does when several goroutines read the same last free slot.
 //
-//	bits  0..29  in flight (slots in use)
-//	bits 30..59  limit
-//	bit  62      slow: someone is waiting or the controller is closed; every
+//	bits  0..23  in flight (slots in use)
+//	bits 24..47  limit
+//	bit  48      slow: someone is waiting or the controller is closed; every
 //	             acquire and release then takes the mutex, so a newcomer never
 //	             overtakes a waiter and a freed slot is handed to the queue.
+//	bits 49..63  sequence: every fast acquire adds one, wrapping, so that the
+//	             add that takes the slots also numbers the request for
+//	             sampling (see sampled) at no extra cost.
 const (
-	fieldBits = 30
+	fieldBits = 24
 	fieldMask = 1<<fieldBits - 1
-	slowBit   = 1 << 62
+	slowBit   = 1 << 48
+	seqShift  = 49
+	seqOne    = 1 << seqShift
 
 	// MaxLimit is the largest limit a Controller can enforce.
 	MaxLimit = fieldMask >> 1
@@ -84,6 +89,13 @@ type Controller struct {
 	fastAdmitted [numPriorities]stripedCounter
 	admitted     atomic.Uint64 // admissions after the slow path
 
+	// shift is log2 of how many requests the Controller times one of (see
+	// sampled), read by every timed Acquire; the window loop sets it, when
+	// it changes. Not on the state word's line: in parallel that line
+	// moves between the cores, and a second access to it after the add
+	// would often find it gone.
+	shift atomic.Uint32
+
 	alg           limit.Algorithm
 	quota         Quota // nil: none
 	signal        limit.Signal
@@ -92,11 +104,13 @@ type Controller struct {
 	smoothing     float64
 	window        time.Duration
 	log           *slog.Logger
+	maxShift      uint32 // the highest sampling shift (see pace)
 
 	// The other counters, off the fast path's line.
 	_         [64]byte
 	latency   atomic.Uint64 // float64 bits of the EWMA, in nanoseconds
 	peak      atomic.Int64  // highest in-flight seen by Done this window
+	timed     atomic.Uint64 // timed Permits given back, by weight (see pace)
 	afterWait atomic.Uint64
 	cancelled atomic.Uint64
 	shedCount [numReasons]atomic.Uint64
@@ -126,7 +140,11 @@ type Controller struct {
 
 // New returns a Controller and starts its sample-window loop. Call Close
 // when done with it.
-func New(o Options) (*Controller, error) {
+func New(o Options) (*Controller, error) { return newController(o, maxSampleShift) }
+
+// newController is New with the sampling shift bounded by maxShift: 0
+// times every request.
+func newController(o Options, maxShift uint32) (*Controller, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
@@ -142,6 +160,7 @@ func New(o Options) (*Controller, error) {
 		window:        o.SampleWindow,
 		log:           o.Logger,
 		lifo:          o.AdaptiveLIFO,
+		maxShift:      maxShift,
 		stop:          make(chan struct{}),
 	}
 	if o.QueueSize > 0 {
@@ -180,21 +199,40 @@ func clampLimit(n int) int64 {
 type Permit struct {
 	c     *Controller
 	cost  int64
-	class int8
+	tag   permitTag
 	start time.Duration // when it was granted, since c.epoch; untimed if not read
 }
 
-// untimed is the start of a Permit whose Request was Untimed: c.since() is
-// never negative.
+// permitTag is a Permit's class and sampling shift, one field: the
+// compiler keeps a struct of up to four fields in registers, and a
+// Permit spilled to the stack between Acquire and Release cost the fast
+// path a third of its time.
+type permitTag struct {
+	class int8
+	shift uint8 // a timed Permit stands for 1<<shift requests
+}
+
+// untimed is the start of a Permit that is not timed: its Request was
+// Untimed, or it was not sampled. c.since() is never negative.
 const untimed time.Duration = -1
 
-// startOf is the start of a Permit for req granted now: one clock read,
-// unless req is Untimed.
-func (c *Controller) startOf(req *Request) time.Duration {
+// times reports whether the Permit for req, granted as the request
+// numbered seq, is timed, and at what shift (see sampled).
+func (c *Controller) times(req *Request, seq uint64) (uint32, bool) {
 	if req.Untimed {
-		return untimed
+		return 0, false
 	}
-	return c.since()
+	shift := c.shift.Load()
+	return shift, sampled(seq, shift)
+}
+
+// timedPermit is a Permit for cost slots of class ci granted now, timed at
+// shift: one clock read. Kept out of line, so that the fast path's
+// untimed case stays short.
+//
+//go:noinline
+func (c *Controller) timedPermit(cost int64, ci int, shift uint32) Permit {
+	return Permit{c: c, cost: cost, tag: permitTag{int8(ci), uint8(shift)}, start: c.since()}
 }
 
 // Release gives the slot back without a latency sample: for work that
@@ -202,33 +240,58 @@ func (c *Controller) startOf(req *Request) time.Duration {
 // service.
 func (p Permit) Release() {
 	if p.c != nil {
-		p.c.release(p.cost)
+		p.c.giveBack(p.cost, p.start, p.tag.shift)
 	}
 }
 
-// Done gives the slot back and feeds the limit algorithm the time since
-// the Permit was granted; for a Permit of an Untimed Request, it is
-// Release.
+// giveBack is Release: kept out of Permit's method, so that Release
+// inlines and the Permit stays in registers.
+//
+//go:noinline
+func (c *Controller) giveBack(cost int64, start time.Duration, shift uint8) {
+	if start != untimed {
+		c.countTimed(shift)
+	}
+	c.release(cost)
+}
+
+// countTimed counts a timed Permit given back, at shift (see pace).
+func (c *Controller) countTimed(shift uint8) { c.timed.Add(1 << shift) }
+
+// Done gives the slot back and, if the Permit was timed, feeds the limit
+// algorithm the time since it was granted. A Permit of an Untimed Request
+// is not timed, and neither are most of them at high rates (see
+// Options.SampleWindow): for those Done is Release.
 func (p Permit) Done() {
-	if p.c == nil {
+	if p.c != nil {
+		p.c.done(p.cost, p.tag, p.start)
+	}
+}
+
+// done is Done: kept out of Permit's method, as giveBack is.
+//
+//go:noinline
+func (c *Controller) done(cost int64, tag permitTag, start time.Duration) {
+	if start == untimed {
+		c.release(cost)
 		return
 	}
-	if p.start == untimed {
-		p.c.release(p.cost)
-		return
-	}
-	now := p.c.since()
-	p.DoneSample(limit.Sample{Now: p.c.epoch.Add(now), RTT: now - p.start})
+	now := c.since()
+	Permit{c, cost, tag, start}.DoneSample(limit.Sample{Now: c.epoch.Add(now), RTT: now - start, Weight: 1 << tag.shift})
 }
 
 // DoneSample gives the slot back and feeds the limit algorithm s, for
 // callers that time their own work: s.Now and s.RTT (the time the slot was
 // held) are the caller's, s.Dropped says the work failed for overload;
-// Inflight is filled in here.
+// Inflight is filled in here, and Weight is 1 when not set: a caller that
+// times its own work gives back a sample for every request.
 func (p Permit) DoneSample(s limit.Sample) {
 	c := p.c
 	if c == nil {
 		return
+	}
+	if s.Weight <= 0 {
+		s.Weight = 1
 	}
 	s.Inflight = int(inflightOf(c.state.Load()))
 	c.release(p.cost)
@@ -238,13 +301,16 @@ func (p Permit) DoneSample(s limit.Sample) {
 			break
 		}
 	}
+	if p.start != untimed {
+		c.countTimed(p.tag.shift)
+	}
 	c.smooth(&c.latency, s.RTT)
-	c.smooth(&c.classLatency[p.class], s.RTT)
+	c.smooth(&c.classLatency[p.tag.class], s.RTT)
 	o := ServiceDone
 	if s.Dropped {
 		o = ServiceDropped
 	}
-	c.lat.service[p.class][o].record(s.RTT)
+	c.lat.service[p.tag.class][o].record(s.RTT, uint64(s.Weight))
 	c.adopt(c.alg.Observe(s))
 }
 
@@ -300,19 +366,25 @@ func (c *Controller) Acquire(ctx context.Context, req Request) (Permit, error) {
 	// overtakes a waiter. Dear requests take the compare-and-swap instead,
 	// so that optimistic adds can never sum past the in-flight field.
 	if cost <= fastMaxCost {
-		if s := c.state.Add(uint64(cost)); s&slowBit == 0 && fitsAfter(s, cost) {
+		if s := c.state.Add(uint64(cost) + seqOne); s&slowBit == 0 && fitsAfter(s, cost) {
 			c.fastAdmitted[ci].add()
 			c.seenFast(req.Tenant)
-			return Permit{c, cost, int8(ci), c.startOf(&req)}, nil
+			if shift, ok := c.times(&req, s>>seqShift); ok {
+				return c.timedPermit(cost, ci, shift), nil
+			}
+			return Permit{c: c, cost: cost, tag: permitTag{class: int8(ci)}, start: untimed}, nil
 		}
 		c.release(cost)
-	} else if c.tryAdmitFast(cost) {
+	} else if s, ok := c.tryAdmitFast(cost); ok {
 		c.fastAdmitted[ci].add()
 		c.seenFast(req.Tenant)
-		return Permit{c, cost, int8(ci), c.startOf(&req)}, nil
+		if shift, ok := c.times(&req, s>>seqShift); ok {
+			return c.timedPermit(cost, ci, shift), nil
+		}
+		return Permit{c: c, cost: cost, tag: permitTag{class: int8(ci)}, start: untimed}, nil
 	}
 	p, wait, err := c.acquireSlow(ctx, req, cost)
-	c.lat.wait[ci][waitOutcome(err)].record(wait)
+	c.lat.wait[ci][waitOutcome(err)].record(wait, 1)
 	return p, err
 }
 
@@ -324,9 +396,20 @@ func (c *Controller) seenFast(tenant string) {
 	}
 }
 
-// tryAdmitFast takes cost slots with a compare-and-swap if they fit and
-// nobody waits.
-func (c *Controller) tryAdmitFast(cost int64) bool { return c.tryAdmit(cost, slowBit) }
+// tryAdmitFast takes cost slots with a compare-and-swap, numbering the
+// request as the fast path's add does, if they fit and nobody waits. It
+// returns the state it made.
+func (c *Controller) tryAdmitFast(cost int64) (uint64, bool) {
+	for {
+		s := c.state.Load()
+		if s&slowBit != 0 || !fits(s, cost) {
+			return 0, false
+		}
+		if next := s + uint64(cost) + seqOne; c.state.CompareAndSwap(s, next) {
+			return next, true
+		}
+	}
+}
 
 // acquireSlow is Acquire past the fast path: it also returns how long the
 // request waited in the queue (zero when it did not queue). Under the
@@ -341,8 +424,11 @@ func (c *Controller) acquireSlow(ctx context.Context, req Request, cost int64) (
 	}
 	if c.admitNowLocked(req.Tenant, cost) {
 		c.mu.Unlock()
-		c.admitted.Add(1)
-		return Permit{c, cost, int8(req.Priority.classIndex()), c.startOf(&req)}, 0, nil
+		ci := req.Priority.classIndex()
+		if shift, ok := c.times(&req, c.admitted.Add(1)); ok {
+			return c.timedPermit(cost, ci, shift), 0, nil
+		}
+		return Permit{c: c, cost: cost, tag: permitTag{class: int8(ci)}, start: untimed}, 0, nil
 	}
 	if err := c.mayWaitLocked(ctx); err != nil {
 		c.mu.Unlock()
@@ -361,8 +447,12 @@ func (c *Controller) acquireSlow(ctx context.Context, req Request, cost int64) (
 	p, err := c.await(ctx, w, wait, waitReason)
 	// One clock read: the end of the wait is the start of the Permit.
 	end := c.since()
-	if err == nil && !req.Untimed {
-		p.start = end
+	if err == nil {
+		n := c.admitted.Add(1)
+		c.afterWait.Add(1)
+		if shift, ok := c.times(&req, n); ok {
+			p.start, p.tag.shift = end, uint8(shift)
+		}
 	}
 	return p, end - now.Sub(c.epoch), err
 }
@@ -474,9 +564,8 @@ func (c *Controller) outcome(w *waiter) (Permit, error) {
 	if w.err != nil {
 		return Permit{}, w.err
 	}
-	c.admitted.Add(1)
-	c.afterWait.Add(1)
-	return Permit{c, w.cost, w.class, untimed}, nil // acquireSlow times it
+	// acquireSlow counts it as admitted, and times it.
+	return Permit{c: c, cost: w.cost, tag: permitTag{class: w.class}, start: untimed}, nil
 }
 
 // tryAdmitLocked takes cost slots if they fit. REQUIRES c.mu held.

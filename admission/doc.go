@@ -15,9 +15,14 @@
 //     and nobody waits; otherwise it undoes the add as a release would
 //     (handing the slots on if a waiter can use them) and queues. While a
 //     slot is free and nobody waits, Acquire and Release are one atomic add
-//     each (and a striped counter), take no lock and allocate nothing.
-//     Acquire also reads the monotonic clock, to time the Permit for Done,
-//     unless the Request is Untimed: that read costs more than the rest.
+//     each (and a striped counter), take no lock and allocate nothing. The
+//     same add numbers the request, and decides whether it is timed:
+//     timing (a clock read in Acquire and one in Done, and the sample's
+//     atomics) costs several times the rest, so a Controller times every
+//     request while they are few (below 2048 a sample window), and a
+//     sample of one in 2^k once they are many, each sample standing for
+//     2^k requests (limit.Sample.Weight) and leaving a window at least
+//     1024. An Untimed Request is never timed.
 //   - Whom to serve next: a bounded queue with direct hand-off (a freed slot
 //     goes to the queue's choice, never back to a pool where a newcomer
 //     could overtake). The queue serves priority classes highest first, with

@@ -17,7 +17,8 @@ type Options struct {
 	// defaults: never below the usable CPUs, cut at once when CPU-bound
 	// handlers oversubscribe them, grown while the CPUs are idle, bounded
 	// where the RTT shows a downstream's cap. The Controller calls its
-	// Observe for every Permit.Done and its Tick once every SampleWindow.
+	// Observe for every timed Permit.Done (see SampleWindow) and its Tick
+	// once every SampleWindow.
 	Limit limit.Algorithm
 
 	// QueueSize bounds the number of waiting requests. Zero means 100;
@@ -49,6 +50,12 @@ type Options struct {
 	// has one (limit.Paced: 100 ms for limit.Auto), else 1 s; negative
 	// disables the background loop (Tick is then never called, and an Auto
 	// limit stays at its floor).
+	//
+	// The loop also sets how many requests are timed: every one while the
+	// timed requests given back number fewer than 2048 a window; above,
+	// one in 2, 4, ... up to 1024, so that a window still gets at least
+	// 1024 samples, each of limit.Sample.Weight the requests it stands
+	// for. Without the loop every request is timed.
 	SampleWindow time.Duration
 
 	// SmoothingFactor is the weight of a new sample in the smoothed

@@ -73,9 +73,11 @@ type Request struct {
 	Deadline time.Time
 	// Untimed says the caller will not give the slot back with
 	// Permit.Done: it calls Release, or DoneSample with its own timing (a
-	// proxy timing the exchange with its upstream). Acquire then reads no
-	// clock, which is most of the fast path's cost; Done on such a Permit
-	// gives the slot back without a sample, as Release does.
+	// proxy timing the exchange with its upstream). Acquire then never
+	// reads the clock for it, where a timed request is timed at a low rate
+	// (all of them) and at a high one (a sample: see
+	// Options.SampleWindow); Done on such a Permit gives the slot back
+	// without a sample, as Release does.
 	Untimed bool
 	// Quota names the rate limit of the Controller's Quota that applies:
 	// "" the default one, another name a route's own (Rule.Quota).

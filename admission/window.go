@@ -17,7 +17,8 @@ const probesPerWindow = 10
 // a Tick and logs what changed: a record when the limit moved and one with
 // the window's sheds by reason, so that an operator without a metrics stack
 // still sees why requests were refused. In between it probes the
-// state probesPerWindow times for the window's means.
+// state probesPerWindow times for the window's means, and sets how many
+// requests are timed (pace).
 func (c *Controller) loop() {
 	defer c.wg.Done()
 	probe := limit.NewProbe()
@@ -27,11 +28,15 @@ func (c *Controller) loop() {
 	var acc windowAcc
 	start := time.Now()
 	acc.reset(start, probe.Read(start))
+	last, timed := start, c.timed.Load()
 	for {
 		select {
 		case <-c.stop:
 			return
 		case now := <-t.C:
+			n := c.timed.Load()
+			c.pace(n-timed, now.Sub(last))
+			last, timed = now, n
 			r := probe.Read(now)
 			acc.add(int(inflightOf(c.state.Load())), c.queued(), r)
 			if acc.n >= probesPerWindow || now.Sub(acc.begin) >= c.window {

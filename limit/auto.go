@@ -96,10 +96,11 @@ const (
 //
 // where slack = max(1, CPUs/4), the limit binds when the window's peak
 // in-flight count reached L or requests waited, a round is the windows at
-// one limit that hold 10 completions (usually one), BDP is the best
-// completion rate over the last second times the lowest RTT over the last
-// 10 s, and D starts at Max and holds, recording nothing, while R > slack
-// or B >= 0.9 (the CPUs are the bottleneck, and the CPU rule acts).
+// one limit that hold 10 samples (usually one), BDP is the best
+// completion rate (the samples counted by their Weight) over the last
+// second times the lowest RTT over the last 10 s, and D starts at Max and
+// holds, recording nothing, while R > slack or B >= 0.9 (the CPUs are the
+// bottleneck, and the CPU rule acts).
 //
 // Why. A Go service whose handlers burn CPU does not slow down gracefully
 // when more of them run than there are Ps: the scheduler time-slices them,
@@ -127,7 +128,7 @@ const (
 // The rule is a function of the Window: a Window built by hand with zero
 // Runnable and CPUBusy reads as an idle process. Create one with NewAuto;
 // the zero value is not usable. An Auto is safe for concurrent use; Limit
-// is one atomic load, Observe two atomic adds.
+// is one atomic load, Observe three atomic adds.
 type Auto struct {
 	o   AutoOptions
 	rtt *deliveryBound

@@ -97,6 +97,15 @@ var (
 // the model's samples, and returns the limit after each window.
 func run(t *testing.T, a *limit.Auto, s service, rate func(time.Duration) float64, d time.Duration) []int {
 	t.Helper()
+	return runSampled(t, a, s, rate, d, 1)
+}
+
+// runSampled is run feeding a one completion in every k (a power of two),
+// of Weight k, as a caller that times a sample of its requests does; like
+// the admission Controller, it times more (halving k) where fewer than 16
+// samples a window would be left.
+func runSampled(t *testing.T, a *limit.Auto, s service, rate func(time.Duration) float64, d time.Duration, k int) []int {
+	t.Helper()
 	var limits []int
 	start := time.Now()
 	for el := time.Duration(0); el < d; el += limit.AutoWindow {
@@ -106,9 +115,13 @@ func run(t *testing.T, a *limit.Auto, s service, rate func(time.Duration) float6
 		// The completions of the window, with a little spread so that
 		// the RTT bound's precision check passes.
 		n := int(math.Min(rate(el), float64(w.Inflight)/rtt.Seconds()) * limit.AutoWindow.Seconds())
-		for i := range n {
+		kw := k
+		for kw > 1 && n/kw < 16 {
+			kw /= 2
+		}
+		for i := 0; i < n; i += kw {
 			jitter := 1 + 0.01*float64(i%3-1)
-			a.Observe(limit.Sample{Now: now, RTT: time.Duration(float64(rtt) * jitter), Inflight: w.Inflight})
+			a.Observe(limit.Sample{Now: now, RTT: time.Duration(float64(rtt) * jitter), Inflight: w.Inflight, Weight: kw})
 		}
 		w.Now = now
 		limits = append(limits, a.Tick(w))

@@ -16,8 +16,8 @@ const (
 	// deliveryRounds bounds the rounds kept: at least one window each, so
 	// deliveryHistory at AutoWindow.
 	deliveryRounds = int(deliveryHistory / AutoWindow)
-	// deliveryMinSamples is the fewest completions a round needs to
-	// count.
+	// deliveryMinSamples is the fewest samples (timed completions) a
+	// round needs to count.
 	deliveryMinSamples = 10
 	// deliveryKeep is the share of the rate before a cut that the rate
 	// after it must keep for the cut to stand: a cut to the knee loses no
@@ -86,10 +86,15 @@ const (
 // would set a wrong knee for the phase after it. Until a round has enough
 // completions, B holds.
 //
-// Observe is two atomic adds; tick runs under Auto's mutex.
+// A round counts completions by the samples' weight (the delivery rate)
+// and averages the RTT over the samples: a caller that times one request
+// in k gives the same rate and a mean of the same RTTs.
+//
+// Observe is three atomic adds; tick runs under Auto's mutex.
 type deliveryBound struct {
-	n     atomic.Int64 // completions in the current window
-	sumNs atomic.Int64 // their RTTs, in nanoseconds
+	n       atomic.Int64 // completions in the current window, by weight
+	samples atomic.Int64 // samples in it
+	sumNs   atomic.Int64 // their RTTs, in nanoseconds
 
 	bound     float64
 	relearn   bool // since the records were dropped, and until a cut
@@ -109,16 +114,17 @@ type deliveryBound struct {
 
 // deliveryRound is a closed round's completions, or the open one's so far.
 type deliveryRound struct {
-	n     int64
-	sumNs int64
-	dur   time.Duration
-	end   time.Time
-	l     int  // the limit during the round
-	bound bool // the limit bound in every window of it
+	n       int64 // completions
+	samples int64
+	sumNs   int64
+	dur     time.Duration
+	end     time.Time
+	l       int  // the limit during the round
+	bound   bool // the limit bound in every window of it
 }
 
 func (r deliveryRound) rate() float64 { return float64(r.n) / r.dur.Seconds() }
-func (r deliveryRound) rtt() float64  { return float64(r.sumNs) / float64(r.n) }
+func (r deliveryRound) rtt() float64  { return float64(r.sumNs) / float64(r.samples) }
 
 // deliveryCheck is a cut awaiting the next round's verdict.
 type deliveryCheck struct {
@@ -132,14 +138,16 @@ func newDeliveryBound(tolerance float64, max int) *deliveryBound {
 	return &deliveryBound{bound: float64(max), tolerance: tolerance, max: float64(max)}
 }
 
-// observe records a completed request. Dropped requests (timeouts, a
-// downstream's shed) say nothing about the pipe's RTT and are not counted.
+// observe records a sample of s.Weight completed requests. Dropped
+// requests (timeouts, a downstream's shed) say nothing about the pipe's
+// RTT and are not counted.
 func (d *deliveryBound) observe(s Sample) {
 	if s.Dropped || s.RTT <= 0 {
 		return
 	}
 	d.sumNs.Add(int64(s.RTT))
-	d.n.Add(1)
+	d.samples.Add(1)
+	d.n.Add(int64(max(s.Weight, 1)))
 }
 
 // tick closes the window ending at now, in which the limit l was binding
@@ -155,7 +163,7 @@ func (d *deliveryBound) tick(now time.Time, l int, binding, cpu bool) int {
 		dur = now.Sub(d.last)
 	}
 	d.last = now
-	n, sumNs := d.n.Swap(0), d.sumNs.Swap(0)
+	n, samples, sumNs := d.n.Swap(0), d.samples.Swap(0), d.sumNs.Swap(0)
 	if cpu {
 		d.round, d.check = deliveryRound{}, deliveryCheck{}
 		return d.limit()
@@ -164,9 +172,9 @@ func (d *deliveryBound) tick(now time.Time, l int, binding, cpu bool) int {
 		d.round = deliveryRound{l: l, bound: true}
 	}
 	r := &d.round
-	r.n, r.sumNs, r.dur, r.end = r.n+n, r.sumNs+sumNs, r.dur+dur, now
+	r.n, r.samples, r.sumNs, r.dur, r.end = r.n+n, r.samples+samples, r.sumNs+sumNs, r.dur+dur, now
 	r.bound = r.bound && binding
-	if r.n < deliveryMinSamples {
+	if r.samples < deliveryMinSamples {
 		return d.limit()
 	}
 	closed := *r
@@ -244,7 +252,7 @@ func (d *deliveryBound) limit() int { return int(d.bound) }
 // a lower one.
 func (d *deliveryBound) records(now time.Time) (maxRate, minRTT float64) {
 	for _, r := range d.hist {
-		if r.n < deliveryMinSamples || r.dur <= 0 || r.end.Before(d.rttFrom) || now.Sub(r.end) >= deliveryHistory {
+		if r.samples < deliveryMinSamples || r.dur <= 0 || r.end.Before(d.rttFrom) || now.Sub(r.end) >= deliveryHistory {
 			continue
 		}
 		if rtt := r.rtt(); minRTT == 0 || rtt < minRTT {

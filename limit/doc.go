@@ -65,7 +65,7 @@
 // cap that appeared: D halves for a round, and a rate that holds means a
 // queue (the old best rate is dropped and the next round cuts to the
 // cap), a rate that halves a slower service (D learns it anew, doubling).
-// Rounds are windows at one limit summed until they hold 10 completions,
+// Rounds are windows at one limit summed until they hold 10 samples,
 // so that a low limit with a long RTT still moves D. Against a downstream
 // that serves 32 at once the limit averages about 42 (45-54 with the noise
 // of a shared machine); each shift between CPU-bound and I/O-bound

@@ -25,8 +25,9 @@ type GradientOptions struct {
 	// settles where RTT = Tolerance x no-load RTT: for a CPU-bound service
 	// with c cores, at about Tolerance x c.
 	Tolerance float64
-	// MinSamples is the fewest completed requests a window needs for its
-	// RTT to be trusted; a window with fewer holds the limit. 0 means 10.
+	// MinSamples is the fewest samples (timed completions, whatever their
+	// Weight) a window needs for its RTT to be trusted; a window with
+	// fewer holds the limit. 0 means 10.
 	MinSamples int
 	// Smoothing is the share of the gradient's correction applied in one
 	// window, in (0, 1]; 0 means 0.5. 1 jumps straight to the limit the

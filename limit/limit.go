@@ -15,6 +15,11 @@ type Sample struct {
 	// out, or a downstream shed it. Algorithms treat it as a congestion
 	// signal whatever its RTT.
 	Dropped bool
+	// Weight is how many completed requests the sample stands for; 0
+	// means 1. A caller that times one request in k (the admission
+	// Controller does at high rates) sets it to k. Algorithms count
+	// completions by weight and take RTT statistics over the samples.
+	Weight int
 }
 
 // Window is the periodic observation, delivered once every sample window.
@@ -54,7 +59,8 @@ type Paced interface {
 
 // Algorithm computes a concurrency limit. Implementations are safe for
 // concurrent use: Observe is called from every goroutine that completes a
-// request.
+// timed request (a sample of them, weighted, at high rates: see
+// Sample.Weight).
 type Algorithm interface {
 	// Limit returns the current limit, always >= 1.
 	Limit() int
