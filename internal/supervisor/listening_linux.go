@@ -1,14 +1,13 @@
 package supervisor
 
 import (
-	"bufio"
-	"encoding/hex"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/sluicehq/sluice/internal/procnet"
 )
 
 // listeningAddrs returns the TCP addresses the processes of the process
@@ -27,21 +26,19 @@ func listeningAddrs(pgid int) []string {
 			continue
 		}
 		member = e.Name()
-		dir := filepath.Join("/proc", e.Name(), "fd")
-		fds, _ := os.ReadDir(dir)
-		for _, fd := range fds {
-			link, _ := os.Readlink(filepath.Join(dir, fd.Name()))
-			if inode, ok := strings.CutPrefix(link, "socket:["); ok {
-				inodes[strings.TrimSuffix(inode, "]")] = true
-			}
-		}
+		procnet.Sockets("/proc", pid, func(inode string) bool {
+			inodes[inode] = true
+			return true
+		})
 	}
 	if len(inodes) == 0 {
 		return nil
 	}
 	var addrs []string
-	for _, table := range []string{"tcp", "tcp6"} {
-		addrs = append(addrs, listeningIn(filepath.Join("/proc", member, "net", table), inodes)...)
+	for _, s := range procnet.Listening(filepath.Join("/proc", member)) {
+		if inodes[s.Inode] {
+			addrs = append(addrs, s.Addr.String())
+		}
 	}
 	slices.Sort(addrs)
 	return slices.Compact(addrs)
@@ -67,44 +64,4 @@ func processGroup(pid int) int {
 		return -1
 	}
 	return g
-}
-
-// listeningIn returns the addresses of the listening sockets of a
-// /proc/net/tcp or tcp6 table whose inodes are among inodes.
-func listeningIn(table string, inodes map[string]bool) []string {
-	f, err := os.Open(table)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	var addrs []string
-	sc := bufio.NewScanner(f)
-	sc.Scan() // the header
-	for sc.Scan() {
-		// sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
-		fl := strings.Fields(sc.Text())
-		if len(fl) < 10 || fl[3] != "0A" || !inodes[fl[9]] { // 0A: LISTEN
-			continue
-		}
-		if a, ok := procAddr(fl[1]); ok {
-			addrs = append(addrs, a.String())
-		}
-	}
-	return addrs
-}
-
-// procAddr decodes /proc/net/tcp's "0100007F:0BB8": the address in
-// 32-bit words of host byte order (little-endian here), the port in hex.
-func procAddr(s string) (netip.AddrPort, bool) {
-	h, p, ok := strings.Cut(s, ":")
-	raw, err := hex.DecodeString(h)
-	port, perr := strconv.ParseUint(p, 16, 16)
-	if !ok || err != nil || perr != nil || (len(raw) != 4 && len(raw) != 16) {
-		return netip.AddrPort{}, false
-	}
-	for i := 0; i < len(raw); i += 4 {
-		raw[i], raw[i+1], raw[i+2], raw[i+3] = raw[i+3], raw[i+2], raw[i+1], raw[i]
-	}
-	a, _ := netip.AddrFromSlice(raw)
-	return netip.AddrPortFrom(a.Unmap(), uint16(port)), true
 }

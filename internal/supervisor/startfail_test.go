@@ -4,7 +4,6 @@ import (
 	"errors"
 	"log/slog"
 	"net"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -142,23 +141,5 @@ func TestListeningAddrs(t *testing.T) {
 	got := listeningAddrs(syscall.Getpgrp())
 	if !slices.Contains(got, ln.Addr().String()) {
 		t.Errorf("got %q, want it to hold %s", got, ln.Addr())
-	}
-}
-
-func TestProcAddr(t *testing.T) {
-	for _, tt := range []struct{ in, want string }{
-		{"0100007F:0BB8", "127.0.0.1:3000"},
-		{"00000000:1F90", "0.0.0.0:8080"},
-		{"00000000000000000000000000000000:0BB8", "[::]:3000"},
-		{"00000000000000000000000001000000:0050", "[::1]:80"},
-		{"0000000000000000FFFF00000100007F:0BB8", "127.0.0.1:3000"},
-	} {
-		a, ok := procAddr(tt.in)
-		if !ok || a != netip.MustParseAddrPort(tt.want) {
-			t.Errorf("procAddr(%s): got %v %v, want %s", tt.in, a, ok, tt.want)
-		}
-	}
-	if _, ok := procAddr("zz:1"); ok {
-		t.Error("procAddr of garbage: got ok")
 	}
 }
