@@ -191,7 +191,7 @@
 // that reports nothing climbs the curve of its throughput against its
 // limit (Little's law: mean requests held over mean latency), keeping a
 // probe only when each request it added brought at least half a request's
-// worth of throughput. Defaults: Initial 1, Max 1000, MaxSaturation 0.95.
+// worth of throughput. Defaults: Initial 1, Max 1000, MaxSaturation 0.98.
 // Its type documentation gives the whole rule.
 //
 // # Signals

@@ -16,8 +16,10 @@ type WorkerOptions struct {
 	// once (its configured concurrency); 0 means 1000.
 	Max int
 	// MaxSaturation is the reported saturation at or above which the
-	// limit backs off, in (0, 1]; 0 means 0.95: an event loop busy 95% of
-	// the time has no room left for a burst.
+	// limit backs off, in (0, 1]; 0 means 0.98. A worker behind a front
+	// needs no room of its own for a burst (the front queues it), so its
+	// loop may be kept nearly full: at 0.95 an async worker served 5%
+	// less than at a hand-tuned fixed limit, at 0.98 2% (in simulation).
 	MaxSaturation float64
 	// Window is how often the limit is reconsidered; 0 means WorkerWindow.
 	Window time.Duration
@@ -47,7 +49,7 @@ func (o WorkerOptions) withDefaults() WorkerOptions {
 	}
 	o.Initial = min(max(o.Initial, 1), o.Max)
 	if o.MaxSaturation == 0 {
-		o.MaxSaturation = 0.95
+		o.MaxSaturation = 0.98
 	}
 	if o.Window == 0 {
 		o.Window = WorkerWindow

@@ -42,7 +42,7 @@ func TestProxyOptionsWorkerLimit(t *testing.T) {
 		yaml string
 		want float64
 	}{
-		{"workers: {command: w}", 0.95},
+		{"workers: {command: w}", 0.98},
 		{"proxy: {saturationMax: 0.6}\nworkers: {command: w}", 0.6},
 		{"server: {backpressure: {eluMax: 0.7}}\nworkers: {command: w}", 0.7},
 		{"server: {backpressure: {saturationMax: 0.7}}\nproxy: {saturationMax: 0.6}\nworkers: {command: w}", 0.6},

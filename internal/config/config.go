@@ -600,7 +600,7 @@ func Default() *Config {
 			StreamTimeout:       time.Hour,
 			StreamHold:          5 * time.Second,
 			MaxStreams:          1024,
-			SaturationMax:       0.95,
+			SaturationMax:       0.98,
 			KernelSaturation:    true,
 		},
 		Overload: Overload{

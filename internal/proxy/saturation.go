@@ -20,7 +20,7 @@ const HeaderSaturation = "Sluice-Saturation"
 type WorkerLimit struct {
 	// MaxSaturation is limit.WorkerOptions.MaxSaturation: the reported
 	// saturation at or above which a worker's limit backs off, in (0, 1];
-	// zero means 0.95.
+	// zero means 0.98.
 	MaxSaturation float64
 	// Window is limit.WorkerOptions.Window: how often each worker's limit
 	// is reconsidered; zero means limit.WorkerWindow.
