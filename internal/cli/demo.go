@@ -172,16 +172,16 @@ func newDemoApp(f *demoFlags, logOut io.Writer) (*app.App, error) {
 	return a, err
 }
 
-// Capacity is measured in closed-loop windows of this length, more
-// clients than workers so that sluice's queue keeps every worker busy: the
-// most the workers can render. Short windows, several of them, so that one
-// slowed by another process weighs as one of many.
+// Capacity is measured in closed-loop windows: more clients than workers,
+// so that sluice's queue keeps every worker busy, and the renders that end
+// in each window counted. Many short windows, so that one slowed by
+// another process weighs as one of many.
 const (
-	capacityWindow   = 400 * time.Millisecond
+	capacityWindow   = 250 * time.Millisecond
 	capacityWarmup   = 500 * time.Millisecond // the workers' limits and the connections settle in it; not counted
-	firstWindows     = 6                      // before the first step
-	stepWindows      = 3                      // before each later one
-	windowsKept      = 8                      // the estimate's memory: about two steps
+	firstWindows     = 8                      // before the first step
+	stepWindows      = 4                      // before each later one
+	windowsKept      = 12                     // the estimate's memory: about the last three steps
 	clientsPerWorker = 4
 )
 
@@ -205,13 +205,13 @@ func demoMeasure(ctx context.Context, a *app.App, f *demoFlags, stdout, stderr i
 	}
 	url := "http://" + listen + query
 	clients := clientsPerWorker * f.workers
-	window := func(d time.Duration) (float64, error) {
-		c, err := bench.Capacity(ctx, []string{url}, clients, d, false)
-		return c.Rate, err
-	}
-	// The warm-up's rate is not counted, so neither is its lack of one: on
-	// a machine busy enough, no render ends within it.
-	if _, err := window(capacityWarmup); err != nil {
+	tr := &http.Transport{Proxy: nil, MaxIdleConnsPerHost: clients}
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Transport: tr}
+	windows := func(n int, d time.Duration) ([]float64, error) { return closedLoop(ctx, c, url, clients, n, d) }
+	// The warm-up's rate is not counted: the workers' limits and the
+	// connections settle in it.
+	if _, err := windows(1, capacityWarmup); err != nil {
 		return err
 	}
 	baseline, stop, err := serveBaseline(a.Supervisor())
@@ -220,7 +220,7 @@ func demoMeasure(ctx context.Context, a *app.App, f *demoFlags, stdout, stderr i
 	}
 	defer stop()
 	r := &demoRamp{
-		sup: a.Supervisor(), f: f, window: window, capacity: newCapacityWindows(windowsKept),
+		sup: a.Supervisor(), f: f, windows: windows, capacity: newCapacityWindows(windowsKept),
 		names: []string{"sluice", "no admission"},
 		urls:  []string{url, baseline + query},
 	}
@@ -228,10 +228,13 @@ func demoMeasure(ctx context.Context, a *app.App, f *demoFlags, stdout, stderr i
 	if err != nil {
 		return err
 	}
-	lo, hi := r.capacity.span()
 	fmt.Fprintf(stdout, "capacity, measured before each step (%d clients in a closed loop through sluice, windows of %v): "+
-		"the rate the workers sustained in three windows of four, of the last %d; the last ranged %.0f-%.0f renders/s\n\n",
-		clients, capacityWindow, windowsKept, lo, hi)
+		"the rate the workers sustained in three windows of four, of the last %d\n",
+		clients, capacityWindow, windowsKept)
+	if note := noisyNote(r.capacity.span()); note != "" {
+		fmt.Fprintln(stdout, note)
+	}
+	fmt.Fprintln(stdout)
 	return demoTable(stdout, steps, r.names)
 }
 
@@ -247,7 +250,7 @@ type demoStep struct {
 type demoRamp struct {
 	sup      *supervisor.Supervisor
 	f        *demoFlags
-	window   func(time.Duration) (float64, error) // one closed-loop window's rate
+	windows  func(n int, d time.Duration) ([]float64, error) // n closed-loop windows' rates
 	capacity *capacityWindows
 	names    []string // systems: sluice first, then the baseline
 	urls     []string
@@ -271,11 +274,11 @@ func (r *demoRamp) run(ctx context.Context, stderr io.Writer) ([]demoStep, error
 		if err := waitIdle(ctx, r.sup, 30*time.Second); err != nil {
 			return nil, err
 		}
-		for range n {
-			rate, err := r.window(capacityWindow)
-			if err != nil {
-				return nil, err
-			}
+		rates, err := r.windows(n, capacityWindow)
+		if err != nil {
+			return nil, err
+		}
+		for _, rate := range rates {
 			r.capacity.add(rate)
 		}
 		st := demoStep{capacity: r.capacity.sustained(), stats: make([]loadgen.Stats, len(r.urls))}
@@ -328,6 +331,17 @@ func busyNote(load float64, cpus int) string {
 		return ""
 	}
 	return fmt.Sprintf("note: this machine is busy (load average %.1f on %d CPUs): other processes take CPU from the workers at times, and the figures below vary from run to run", load, cpus)
+}
+
+// noisyNote says when the capacity windows of the run, lo to hi renders/s,
+// moved by more than a third: other processes took the workers' CPU at
+// times, and any step may have met less capacity than it was offered
+// against.
+func noisyNote(lo, hi float64) string {
+	if hi <= 0 || lo >= hi*2/3 {
+		return ""
+	}
+	return fmt.Sprintf("note: the workers' capacity moved between %.0f and %.0f renders/s during the run: other processes took CPU from them at times, and a step may have met less than its column says", lo, hi)
 }
 
 // serveBaseline serves, on 127.0.0.1:0, the same workers with no

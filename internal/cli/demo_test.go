@@ -18,6 +18,9 @@ func TestDemoNotes(t *testing.T) {
 		{"at its CPUs", busyNote(2, 2), ""},
 		{"busy machine", busyNote(12.4, 2), "note: this machine is busy (load average 12.4 on 2 CPUs)"},
 		{"no load average", busyNote(-1, 2), ""},
+		{"capacity steady", noisyNote(150, 180), ""},
+		{"capacity moved", noisyNote(36, 160), "capacity moved between 36 and 160 renders/s"},
+		{"no capacity", noisyNote(0, 0), ""},
 	} {
 		if tt.want == "" && tt.got != "" || !strings.Contains(tt.got, tt.want) {
 			t.Errorf("%s: got %q, want %q", tt.name, tt.got, tt.want)

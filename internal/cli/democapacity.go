@@ -1,8 +1,14 @@
 package cli
 
 import (
+	"context"
+	"io"
 	"math"
+	"net/http"
 	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // sustainedQuantile is the quantile of recent closed-loop windows taken as
@@ -22,8 +28,9 @@ const sustainedQuantile = 0.25
 // The zero value keeps no window: use newCapacityWindows. Not safe for
 // concurrent use.
 type capacityWindows struct {
-	keep  int
-	rates []float64 // oldest first
+	keep   int
+	rates  []float64 // oldest first
+	lo, hi float64   // of every window added, forgotten or not
 }
 
 // newCapacityWindows returns an estimate over the last keep windows.
@@ -33,6 +40,10 @@ func newCapacityWindows(keep int) *capacityWindows {
 
 // add records one window's rate, forgetting the oldest beyond keep.
 func (c *capacityWindows) add(rate float64) {
+	if len(c.rates) == 0 || rate < c.lo {
+		c.lo = rate
+	}
+	c.hi = max(c.hi, rate)
 	c.rates = append(c.rates, rate)
 	if n := len(c.rates); n > c.keep {
 		c.rates = slices.Delete(c.rates, 0, n-c.keep)
@@ -43,13 +54,9 @@ func (c *capacityWindows) add(rate float64) {
 // kept windows' rates, interpolated between the two nearest; 0 with none.
 func (c *capacityWindows) sustained() float64 { return quantile(c.rates, sustainedQuantile) }
 
-// span returns the lowest and highest rate kept.
-func (c *capacityWindows) span() (lo, hi float64) {
-	if len(c.rates) == 0 {
-		return 0, 0
-	}
-	return slices.Min(c.rates), slices.Max(c.rates)
-}
+// span returns the lowest and highest rate of every window added, the
+// forgotten ones too: how far the capacity moved over the run.
+func (c *capacityWindows) span() (lo, hi float64) { return c.lo, c.hi }
 
 // quantile returns the q-quantile of xs (0 <= q <= 1), interpolated
 // linearly between the two nearest ranks; 0 for no xs. xs is not changed.
@@ -64,4 +71,55 @@ func quantile(xs []float64, q float64) float64 {
 		return s[len(s)-1]
 	}
 	return s[i] + (pos-float64(i))*(s[i+1]-s[i])
+}
+
+// closedLoop keeps clients requests to url in flight, each sent as soon as
+// the last answered, for n consecutive windows of d, and returns the rate
+// of successes (2xx) that ended in each window, per second. A render that
+// straddles two windows counts in the one it ends in, so that one loop,
+// not n started anew, measures every window without the loss of the
+// renders cut at each window's end. It returns early only when ctx ends,
+// with ctx's error.
+func closedLoop(ctx context.Context, c *http.Client, url string, clients, n int, d time.Duration) ([]float64, error) {
+	loop, cancel := context.WithTimeout(ctx, time.Duration(n)*d)
+	defer cancel()
+	counts := make([]atomic.Int64, n)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Go(func() {
+			for loop.Err() == nil {
+				if getOK(loop, c, url) {
+					if i := int(time.Since(start) / d); i < n {
+						counts[i].Add(1)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	rates := make([]float64, n)
+	for i := range counts {
+		rates[i] = float64(counts[i].Load()) / d.Seconds()
+	}
+	return rates, nil
+}
+
+// getOK makes one GET of url and reports whether it succeeded (2xx, the
+// body read to its end).
+func getOK(ctx context.Context, c *http.Client, url string) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return false
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(io.Discard, resp.Body)
+	return err == nil && resp.StatusCode/100 == 2
 }

@@ -1,8 +1,14 @@
 package cli
 
 import (
+	"context"
 	"math"
+	"net/http"
 	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/testutil"
 )
 
 func TestQuantile(t *testing.T) {
@@ -52,10 +58,67 @@ func TestCapacityWindowsForget(t *testing.T) {
 	if got := c.sustained(); got != 100 {
 		t.Errorf("sustained = %g after four windows at 100, want 100", got)
 	}
-	if lo, hi := c.span(); lo != 100 || hi != 100 {
-		t.Errorf("span = %g-%g, want 100-100 (the 180s forgotten)", lo, hi)
+	if lo, hi := c.span(); lo != 100 || hi != 180 {
+		t.Errorf("span = %g-%g, want 100-180 (every window, the forgotten too)", lo, hi)
 	}
 	if got := newCapacityWindows(4).sustained(); got != 0 {
 		t.Errorf("sustained with no window = %g, want 0", got)
 	}
+}
+
+// The closed loop counts each success in the window it ended in, per
+// second: a single-threaded worker rendering for 10 ms is 100/s in every
+// window, and 50/s in the window during which its renders took 20 ms.
+func TestClosedLoopWindows(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ln := testutil.NewListener()
+		// One render at a time: a channel, on which a wait is durably
+		// blocked in the bubble, as on a mutex it is not.
+		core := make(chan struct{}, 1)
+		start := time.Now()
+		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			core <- struct{}{}
+			defer func() { <-core }()
+			render := 10 * time.Millisecond
+			if el := time.Since(start); el >= 200*time.Millisecond && el < 300*time.Millisecond {
+				render = 20 * time.Millisecond // another process took half the core
+			}
+			time.Sleep(render)
+			w.Write([]byte("ok"))
+		})}
+		go srv.Serve(ln)
+		c := &http.Client{Transport: &http.Transport{DialContext: ln.Dial}}
+		defer srv.Shutdown(context.Background()) // after the client's connections close
+		defer c.CloseIdleConnections()
+		rates, err := closedLoop(t.Context(), c, "http://worker/", 4, 5, 100*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []float64{100, 100, 50, 100, 100}
+		for i := range want {
+			// A render straddling a window's edge counts in the next.
+			if math.Abs(rates[i]-want[i]) > 10 {
+				t.Errorf("window %d: %v/s, want %v/s (all: %v)", i, rates[i], want[i], rates)
+			}
+		}
+	})
+}
+
+// A loop whose context ends returns its error, not rates.
+func TestClosedLoopCancelled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ln := testutil.NewListener()
+		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			time.Sleep(10 * time.Millisecond)
+		})}
+		go srv.Serve(ln)
+		c := &http.Client{Transport: &http.Transport{DialContext: ln.Dial}}
+		defer srv.Shutdown(context.Background())
+		defer c.CloseIdleConnections()
+		ctx, cancel := context.WithTimeout(t.Context(), 150*time.Millisecond)
+		defer cancel()
+		if rates, err := closedLoop(ctx, c, "http://worker/", 2, 5, 100*time.Millisecond); err == nil {
+			t.Errorf("got rates %v, want the context's error", rates)
+		}
+	})
 }
