@@ -1,9 +1,12 @@
 package cli
 
 import (
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The demo says when its figures are those of a shared machine, rather
@@ -42,6 +45,36 @@ func TestStepOrder(t *testing.T) {
 	} {
 		if got := stepOrder(tt.m, 2); !slices.Equal(got, tt.want) {
 			t.Errorf("stepOrder(%g, 2) = %v, want %v", tt.m, got, tt.want)
+		}
+	}
+}
+
+// The demo runs its ramp end to end, sluice and the baseline at every
+// step, each step at its multiple of the capacity measured before it, and
+// exits 0.
+func TestDemoRunsTheRamp(t *testing.T) {
+	p := startSluice(t, "demo", "-workers", "1", "-cpu", "2ms", "-step", "1s", "-loads", "0.5,2")
+	if code := p.ExitCode(t, 60*time.Second); code != 0 {
+		t.Fatalf("sluice demo exited %d:\n%s", code, p.Out.String())
+	}
+	out := p.Out.String()
+	if !strings.Contains(out, "capacity, measured before each step") {
+		t.Errorf("no word of how capacity was measured:\n%s", out)
+	}
+	row := regexp.MustCompile(`(?m)^\s*(\d+)/s \(([\d.]+)x\)\s+(\d+)/s\s+(sluice|no admission)\s`)
+	seen := map[string]bool{}
+	for _, m := range row.FindAllStringSubmatch(out, -1) {
+		seen[m[2]+" "+m[4]] = true
+		offered, _ := strconv.Atoi(m[1])
+		capacity, _ := strconv.Atoi(m[3])
+		mult := map[string]int{"0.5": 1, "2": 4}[m[2]] // offered/capacity, in halves
+		if d := 2*offered - mult*capacity; capacity <= 0 || d < -2 || d > 2 {
+			t.Errorf("row %q: offered %d/s is not %sx the capacity %d/s", strings.TrimSpace(m[0]), offered, m[2], capacity)
+		}
+	}
+	for _, want := range []string{"0.5 sluice", "0.5 no admission", "2 sluice", "2 no admission"} {
+		if !seen[want] {
+			t.Errorf("no row for %s:\n%s", want, out)
 		}
 	}
 }
