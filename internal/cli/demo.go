@@ -37,8 +37,9 @@ SSR processes), then offers an open-loop load ramp at multiples of their
 capacity, twice: through sluice, and to the same workers through a plain
 round-robin proxy with no admission control, one after the other at each
 step, so that what else runs on the machine weighs on both alike. Before
-each step it measures the capacity again, in short closed-loop windows,
-and takes the rate the workers sustained in three windows of four. It
+each step it measures the capacity again, in short closed-loop windows:
+a step at or below capacity is set against the rate the workers sustained
+in three windows of four, one past it against their median. It
 prints, per step, the capacity, and per system goodput (answers within the
 client's timeout per second), success ratio, latency of successes and what
 was shed, and says so when the machine was busy: the figures are then
@@ -228,9 +229,9 @@ func demoMeasure(ctx context.Context, a *app.App, f *demoFlags, stdout, stderr i
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "capacity, measured before each step (%d clients in a closed loop through sluice, windows of %v): "+
-		"the rate the workers sustained in three windows of four, of the last %d\n",
-		clients, capacityWindow, windowsKept)
+	fmt.Fprintf(stdout, "capacity, measured before each step in windows of %v (%d clients in a closed loop through sluice): "+
+		"of the last %d windows, at or below 1x the rate the workers sustained in three of four, past 1x their median\n",
+		capacityWindow, clients, windowsKept)
 	if note := noisyNote(r.capacity.span()); note != "" {
 		fmt.Fprintln(stdout, note)
 	}
@@ -281,7 +282,7 @@ func (r *demoRamp) run(ctx context.Context, stderr io.Writer) ([]demoStep, error
 		for _, rate := range rates {
 			r.capacity.add(rate)
 		}
-		st := demoStep{capacity: r.capacity.sustained(), stats: make([]loadgen.Stats, len(r.urls))}
+		st := demoStep{capacity: r.capacity.estimate(capacityQuantile(m)), stats: make([]loadgen.Stats, len(r.urls))}
 		if st.capacity <= 0 {
 			return nil, fmt.Errorf("capacity measurement: too few renders ended within the last %d windows of %v to say", windowsKept, capacityWindow)
 		}

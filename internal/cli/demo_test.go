@@ -58,7 +58,7 @@ func TestDemoRunsTheRamp(t *testing.T) {
 		t.Fatalf("sluice demo exited %d:\n%s", code, p.Out.String())
 	}
 	out := p.Out.String()
-	if !strings.Contains(out, "capacity, measured before each step") {
+	if !strings.Contains(out, "capacity, measured before each step in windows") {
 		t.Errorf("no word of how capacity was measured:\n%s", out)
 	}
 	row := regexp.MustCompile(`(?m)^\s*(\d+)/s \(([\d.]+)x\)\s+(\d+)/s\s+(sluice|no admission)\s`)

@@ -11,17 +11,26 @@ import (
 	"time"
 )
 
-// sustainedQuantile is the quantile of recent closed-loop windows taken as
-// the workers' capacity. On a machine that does anything else, what the
-// workers render moves from one half-second to the next (other processes
-// take a core now and then); an open-loop load at the mean of those
-// windows outruns them about half the time, and any admission control
-// that bounds queueing sheds the excess, as it should. The rate reached
-// in three windows of four is one they sustain.
-const sustainedQuantile = 0.25
+// capacityQuantile returns the quantile of recent closed-loop windows
+// taken as the workers' capacity for a step of multiple m. On a machine
+// that does anything else, what the workers render moves from one window to
+// the next (other processes take a core now and then). An open-loop load
+// at the median of those windows outruns them about half the time, and
+// any admission control that bounds queueing sheds the excess, as it
+// should: a step meant to be at or below capacity is set against the rate
+// reached in three windows of four, one the workers sustain. A step past
+// capacity is set against the median, so that it is past what the workers
+// typically render, and its goodput is judged against that, not against a
+// figure they beat half the time.
+func capacityQuantile(m float64) float64 {
+	if m <= 1 {
+		return 0.25
+	}
+	return 0.5
+}
 
 // capacityWindows keeps the rates of the last closed-loop windows and
-// estimates from them the capacity the workers sustain. Measured anew
+// estimates from them the workers' capacity. Measured anew
 // before each step of the ramp, it follows what else the machine runs
 // without being swayed by one window.
 //
@@ -50,9 +59,9 @@ func (c *capacityWindows) add(rate float64) {
 	}
 }
 
-// sustained returns the capacity estimate: the sustainedQuantile of the
-// kept windows' rates, interpolated between the two nearest; 0 with none.
-func (c *capacityWindows) sustained() float64 { return quantile(c.rates, sustainedQuantile) }
+// estimate returns the q-quantile of the kept windows' rates, interpolated
+// between the two nearest; 0 with none.
+func (c *capacityWindows) estimate(q float64) float64 { return quantile(c.rates, q) }
 
 // span returns the lowest and highest rate of every window added, the
 // forgotten ones too: how far the capacity moved over the run.

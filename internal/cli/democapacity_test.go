@@ -34,13 +34,13 @@ func TestQuantile(t *testing.T) {
 // One window slowed by another process does not set the capacity, and the
 // estimate is what the workers reached in three windows of four, not their
 // mean, which an open-loop load would outrun half the time.
-func TestCapacityWindowsSustained(t *testing.T) {
+func TestCapacityWindowsEstimate(t *testing.T) {
 	c := newCapacityWindows(8)
 	for _, r := range []float64{180, 176, 60, 184, 178, 182, 170, 186} {
 		c.add(r)
 	}
-	if got, want := c.sustained(), 174.5; math.Abs(got-want) > 1e-9 {
-		t.Errorf("sustained = %g, want %g (the lower quartile, unmoved by the 60)", got, want)
+	if got, want := c.estimate(0.25), 174.5; math.Abs(got-want) > 1e-9 {
+		t.Errorf("lower quartile = %g, want %g (unmoved by the 60)", got, want)
 	}
 	if lo, hi := c.span(); lo != 60 || hi != 186 {
 		t.Errorf("span = %g-%g, want 60-186", lo, hi)
@@ -55,14 +55,14 @@ func TestCapacityWindowsForget(t *testing.T) {
 	for _, r := range []float64{180, 180, 180, 180, 100, 100, 100, 100} {
 		c.add(r)
 	}
-	if got := c.sustained(); got != 100 {
-		t.Errorf("sustained = %g after four windows at 100, want 100", got)
+	if got := c.estimate(0.25); got != 100 {
+		t.Errorf("lower quartile = %g after four windows at 100, want 100", got)
 	}
 	if lo, hi := c.span(); lo != 100 || hi != 180 {
 		t.Errorf("span = %g-%g, want 100-180 (every window, the forgotten too)", lo, hi)
 	}
-	if got := newCapacityWindows(4).sustained(); got != 0 {
-		t.Errorf("sustained with no window = %g, want 0", got)
+	if got := newCapacityWindows(4).estimate(0.5); got != 0 {
+		t.Errorf("estimate with no window = %g, want 0", got)
 	}
 }
 
@@ -121,4 +121,15 @@ func TestClosedLoopCancelled(t *testing.T) {
 			t.Errorf("got rates %v, want the context's error", rates)
 		}
 	})
+}
+
+// A step at or below capacity is set against the rate the workers sustain
+// in three windows of four; one past it against the median, what they
+// typically render.
+func TestCapacityQuantile(t *testing.T) {
+	for _, tt := range []struct{ m, want float64 }{{0.5, 0.25}, {1, 0.25}, {2, 0.5}, {4, 0.5}} {
+		if got := capacityQuantile(tt.m); got != tt.want {
+			t.Errorf("capacityQuantile(%g) = %g, want %g", tt.m, got, tt.want)
+		}
+	}
 }
