@@ -230,7 +230,8 @@ func demoMeasure(ctx context.Context, a *app.App, f *demoFlags, stdout, stderr i
 		return err
 	}
 	fmt.Fprintf(stdout, "capacity, measured before each step in windows of %v (%d clients in a closed loop through sluice): "+
-		"of the last %d windows, at or below 1x the rate the workers sustained in three of four, past 1x their median\n",
+		"of the last %d windows, at or below 1x the rate the workers sustained in three of four, past 1x their median; "+
+		"after: the median of the windows measured after the step\n",
 		capacityWindow, clients, windowsKept)
 	if note := noisyNote(r.capacity.span()); note != "" {
 		fmt.Fprintln(stdout, note)
@@ -244,7 +245,11 @@ func demoMeasure(ctx context.Context, a *app.App, f *demoFlags, stdout, stderr i
 type demoStep struct {
 	phase    loadgen.Phase
 	capacity float64
-	stats    []loadgen.Stats // by system, as demoRamp.names
+	// after is the median of the windows measured after the step (before
+	// the next; 0 after the last): a step that met less capacity than it
+	// was set against shows it.
+	after float64
+	stats []loadgen.Stats // by system, as demoRamp.names
 }
 
 // demoRamp offers the load steps to each system in turn.
@@ -281,6 +286,9 @@ func (r *demoRamp) run(ctx context.Context, stderr io.Writer) ([]demoStep, error
 		}
 		for _, rate := range rates {
 			r.capacity.add(rate)
+		}
+		if i > 0 {
+			steps[i-1].after = quantile(rates, 0.5)
 		}
 		st := demoStep{capacity: r.capacity.estimate(capacityQuantile(m)), stats: make([]loadgen.Stats, len(r.urls))}
 		if st.capacity <= 0 {
@@ -372,11 +380,15 @@ func serveBaseline(sup *supervisor.Supervisor) (url string, stop func(), err err
 
 func demoTable(w io.Writer, steps []demoStep, names []string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "offered\tcapacity\tsystem\tgoodput\tof capacity\tsuccess\tp50\tp99\tfailures\t")
+	fmt.Fprintln(tw, "offered\tcapacity\tafter\tsystem\tgoodput\tof capacity\tsuccess\tp50\tp99\tfailures\t")
 	for _, s := range steps {
+		after := "-"
+		if s.after > 0 {
+			after = fmt.Sprintf("%.0f/s", s.after)
+		}
 		for j, name := range names {
 			st := s.stats[j]
-			fmt.Fprintf(tw, "%.0f/s (%s)\t%.0f/s\t%s\t%.0f/s\t%.0f%%\t%.1f%%\t%s\t%s\t%s\t\n", s.phase.Rate, s.phase.Name, s.capacity, name,
+			fmt.Fprintf(tw, "%.0f/s (%s)\t%.0f/s\t%s\t%s\t%.0f/s\t%.0f%%\t%.1f%%\t%s\t%s\t%s\t\n", s.phase.Rate, s.phase.Name, s.capacity, after, name,
 				st.Goodput, 100*st.Goodput/s.capacity, 100*st.SuccessRatio,
 				fmtLatency(st.Latency.P50, st.Successes), fmtLatency(st.Latency.P99, st.Successes), fmtErrors(st.Errors))
 		}

@@ -61,10 +61,13 @@ func TestDemoRunsTheRamp(t *testing.T) {
 	if !strings.Contains(out, "capacity, measured before each step in windows") {
 		t.Errorf("no word of how capacity was measured:\n%s", out)
 	}
-	row := regexp.MustCompile(`(?m)^\s*(\d+)/s \(([\d.]+)x\)\s+(\d+)/s\s+(sluice|no admission)\s`)
+	row := regexp.MustCompile(`(?m)^\s*(\d+)/s \(([\d.]+)x\)\s+(\d+)/s\s+(\d+/s|-)\s+(sluice|no admission)\s`)
 	seen := map[string]bool{}
 	for _, m := range row.FindAllStringSubmatch(out, -1) {
-		seen[m[2]+" "+m[4]] = true
+		seen[m[2]+" "+m[5]] = true
+		if last := m[2] == "2"; last != (m[4] == "-") {
+			t.Errorf("row %q: capacity after the step %s, want a rate after the first step and none after the last", strings.TrimSpace(m[0]), m[4])
+		}
 		offered, _ := strconv.Atoi(m[1])
 		capacity, _ := strconv.Atoi(m[3])
 		mult := map[string]int{"0.5": 1, "2": 4}[m[2]] // offered/capacity, in halves
