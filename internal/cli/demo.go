@@ -8,11 +8,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"net"
 	"net/http"
 	"os"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -32,14 +32,17 @@ const demoUsage = `usage: sluice demo [flags]
 
 Starts sluice in front of single-threaded demo workers (sluice itself,
 re-executed as CPU-bound renderers: one render at a time each, like Node.js
-SSR processes), measures their capacity, then offers an open-loop load ramp
-past it, twice: through sluice, and to the same workers through a plain
+SSR processes), then offers an open-loop load ramp at multiples of their
+capacity, twice: through sluice, and to the same workers through a plain
 round-robin proxy with no admission control, one after the other at each
-step, so that what else runs on the machine weighs on both alike. It
-prints, per offered rate, goodput (answers within the client's timeout per
-second), success ratio, latency of successes and what was shed, and says
-so when the machine was busy or its capacity moved during the run: the
-figures are then those of a shared machine.
+step, so that what else runs on the machine weighs on both alike. Before
+each step it measures the capacity again, in short closed-loop windows:
+a step at or below capacity is set against the rate the workers sustained
+in three windows of four, one past it against their median. It
+prints, per step, the capacity, and per system goodput (answers within the
+client's timeout per second), success ratio, latency of successes and what
+was shed, and says so when the machine was busy: the figures are then
+those of a shared machine, and vary from run to run.
 
 flags:
 `
@@ -108,8 +111,11 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // demoRun starts sluice in front of the demo workers and runs the
-// measurement; both are actors of one run group, so that sluice drains and
-// stops its workers whichever ends first (the measurement, normally).
+// measurement; both are actors of one run group, so that sluice stops
+// whichever ends first (the measurement, normally). It cuts rather than
+// drains: nobody else is served, and the workers are killed at once with
+// whatever backlog the baseline's last run left them, which they would
+// otherwise render for seconds before they stopped.
 func demoRun(ctx context.Context, f *demoFlags, stdout, stderr io.Writer) error {
 	logOut := io.Discard
 	if f.verbose {
@@ -126,7 +132,7 @@ func demoRun(ctx context.Context, f *demoFlags, stdout, stderr io.Writer) error 
 			return err
 		}
 		return errors.New("sluice stopped before the measurement ended")
-	}, func(error) { stop() })
+	}, func(error) { stop(); a.Cut() })
 	measure, cancel := context.WithCancel(ctx)
 	g.Add(func() error { return demoMeasure(measure, a, f, stdout, stderr) }, func(error) { cancel() })
 	return g.Run()
@@ -166,9 +172,22 @@ func newDemoApp(f *demoFlags, logOut io.Writer) (*app.App, error) {
 	return a, err
 }
 
-// demoMeasure waits for sluice's workers, measures their capacity, then
-// offers the load ramp through sluice and through a round-robin proxy to
-// the same workers, and prints the table.
+// Capacity is measured in closed-loop windows: more clients than workers,
+// so that sluice's queue keeps every worker busy, and the renders that end
+// in each window counted. Many short windows, so that one slowed by
+// another process weighs as one of many.
+const (
+	capacityWindow   = 250 * time.Millisecond
+	capacityWarmup   = 500 * time.Millisecond // the workers' limits and the connections settle in it; not counted
+	firstWindows     = 8                      // before the first step
+	stepWindows      = 4                      // before each later one
+	windowsKept      = 12                     // the estimate's memory: about the last three steps
+	clientsPerWorker = 4
+)
+
+// demoMeasure waits for sluice's workers, then runs the load ramp through
+// sluice and through a round-robin proxy to the same workers, measuring
+// their capacity before each step, and prints the table.
 func demoMeasure(ctx context.Context, a *app.App, f *demoFlags, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "sluice demo: %d single-threaded workers, %v of CPU per render, client timeout %v, keep-alive %v\n",
 		f.workers, f.cpu, f.timeout, f.keepAlive)
@@ -185,91 +204,131 @@ func demoMeasure(ctx context.Context, a *app.App, f *demoFlags, stdout, stderr i
 		fmt.Fprintln(stdout, note)
 	}
 	url := "http://" + listen + query
-	// Closed-loop clients, more than the workers so that sluice's queue
-	// keeps every worker busy: the most the workers can render. A first
-	// second is not counted: the workers' limits and the connections
-	// settle in it.
-	clients := 4 * f.workers
-	capacity := func(d time.Duration) (float64, error) {
-		c, err := demo.Capacity(ctx, []string{url}, clients, d, false)
-		if err == nil && c.Rate <= 0 {
-			err = errors.New("capacity measurement: no request succeeded")
-		}
-		return c.Rate, err
-	}
-	if _, err := capacity(time.Second); err != nil {
+	clients := clientsPerWorker * f.workers
+	tr := &http.Transport{Proxy: nil, MaxIdleConnsPerHost: clients}
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Transport: tr}
+	windows := func(n int, d time.Duration) ([]float64, error) { return closedLoop(ctx, c, url, clients, n, d) }
+	// The warm-up's rate is not counted: the workers' limits and the
+	// connections settle in it.
+	if _, err := windows(1, capacityWarmup); err != nil {
 		return err
 	}
-	rate, err := capacity(2 * time.Second)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "measured capacity: %.0f renders/s (%d clients in a closed loop for 2s)\n\n", rate, clients)
 	baseline, stop, err := serveBaseline(a.Supervisor())
 	if err != nil {
 		return err
 	}
 	defer stop()
-	var phases []loadgen.Phase
-	for _, m := range f.loads {
-		phases = append(phases, loadgen.Phase{Name: fmt.Sprintf("%gx", m), Rate: m * rate, Duration: f.step})
+	r := &demoRamp{
+		sup: a.Supervisor(), f: f, windows: windows, capacity: newCapacityWindows(windowsKept),
+		names: []string{"sluice", "no admission"},
+		urls:  []string{url, baseline + query},
 	}
-	names := []string{"sluice", "no admission"}
-	urls := []string{url, baseline + query}
-	// The baseline runs first at each step: what it leaves queued in the
-	// workers (renders its clients gave up on) is waited out before
-	// sluice's run, and sluice, which leaves nothing, ends the ramp.
-	order := []int{1, 0}
-	stats, err := demoRamp(ctx, a.Supervisor(), f, phases, urls, names, order, stderr)
+	steps, err := r.run(ctx, stderr)
 	if err != nil {
 		return err
 	}
-	if err := demoTable(stdout, rate, phases, names, stats); err != nil {
-		return err
-	}
-	// The figures are only as good as the capacity they are against:
-	// measured again, it says whether the machine stayed the same.
-	after, err := capacity(2 * time.Second)
-	if err != nil {
-		return err
-	}
-	if note := driftNote(rate, after); note != "" {
+	fmt.Fprintf(stdout, "capacity, measured before each step in windows of %v (%d clients in a closed loop through sluice): "+
+		"of the last %d windows, at or below 1x the rate the workers sustained in three of four, past 1x their median; "+
+		"after: the median of the windows measured after the step\n",
+		capacityWindow, clients, windowsKept)
+	if note := noisyNote(r.capacity.span()); note != "" {
 		fmt.Fprintln(stdout, note)
 	}
-	return nil
+	fmt.Fprintln(stdout)
+	return demoTable(stdout, steps, r.names)
 }
 
-// demoRamp offers each of phases to each of urls in turn, in order (the
-// first phase to every url, then the second, ...), so that a change in
-// what else the machine runs falls on every system alike, and waits
-// between runs for the workers to finish what the last left queued. It
-// returns the stats of phase i for url j at [i][j].
-func demoRamp(ctx context.Context, sup *supervisor.Supervisor, f *demoFlags, phases []loadgen.Phase, urls, names []string, order []int, stderr io.Writer) ([][]loadgen.Stats, error) {
-	var ordered []string
-	for _, j := range order {
-		ordered = append(ordered, names[j])
-	}
-	fmt.Fprintf(stderr, "running %d steps of %v, each through %s...\n", len(phases), f.step, strings.Join(ordered, ", then "))
-	stats := make([][]loadgen.Stats, len(phases))
-	for i, p := range phases {
-		stats[i] = make([]loadgen.Stats, len(urls))
-		for _, j := range order {
-			// What the last run left queued in the workers would slow
-			// this one.
-			if err := waitIdle(ctx, sup, 30*time.Second); err != nil {
+// demoStep is one step of the ramp: the load offered, the capacity it was
+// set against, and what each system made of it.
+type demoStep struct {
+	phase    loadgen.Phase
+	capacity float64
+	// after is the median of the windows measured after the step (before
+	// the next; 0 after the last): a step that met less capacity than it
+	// was set against shows it.
+	after float64
+	stats []loadgen.Stats // by system, as demoRamp.names
+}
+
+// demoRamp offers the load steps to each system in turn.
+type demoRamp struct {
+	sup      *supervisor.Supervisor
+	f        *demoFlags
+	windows  func(n int, d time.Duration) ([]float64, error) // n closed-loop windows' rates
+	capacity *capacityWindows
+	names    []string // systems: sluice first, then the baseline
+	urls     []string
+}
+
+// run measures the capacity before each step and offers the step's
+// multiple of it to every system, one after the other, so that a change in
+// what else the machine runs falls on every system alike. It waits before
+// each measurement and each run for the workers to finish what the last
+// run left queued in them (renders whose clients gave up), which would
+// slow the next.
+func (r *demoRamp) run(ctx context.Context, stderr io.Writer) ([]demoStep, error) {
+	fmt.Fprintf(stderr, "running %d steps of %v, each through %s, capacity measured before each...\n",
+		len(r.f.loads), r.f.step, strings.Join(r.names, " and "))
+	var steps []demoStep
+	for i, m := range r.f.loads {
+		n := stepWindows
+		if i == 0 {
+			n = firstWindows
+		}
+		if err := waitIdle(ctx, r.sup, 30*time.Second); err != nil {
+			return nil, err
+		}
+		rates, err := r.windows(n, capacityWindow)
+		if err != nil {
+			return nil, err
+		}
+		for _, rate := range rates {
+			r.capacity.add(rate)
+		}
+		if i > 0 {
+			steps[i-1].after = quantile(rates, 0.5)
+		}
+		st := demoStep{capacity: r.capacity.estimate(capacityQuantile(m)), stats: make([]loadgen.Stats, len(r.urls))}
+		if st.capacity <= 0 {
+			return nil, fmt.Errorf("capacity measurement: too few renders ended within the last %d windows of %v to say", windowsKept, capacityWindow)
+		}
+		st.phase = loadgen.Phase{Name: fmt.Sprintf("%gx", m), Rate: m * st.capacity, Duration: r.f.step}
+		for _, j := range stepOrder(m, len(r.urls)) {
+			if err := waitIdle(ctx, r.sup, 30*time.Second); err != nil {
 				return nil, err
 			}
 			rep, err := loadgen.Run(ctx, loadgen.Config{
-				URL: urls[j], Phases: []loadgen.Phase{p}, Timeout: f.timeout, DisableKeepAlives: !f.keepAlive,
+				URL: r.urls[j], Phases: []loadgen.Phase{st.phase}, Timeout: r.f.timeout, DisableKeepAlives: !r.f.keepAlive,
 				LoopbackOnly: true, Seed: 1,
 			})
 			if err != nil {
 				return nil, err
 			}
-			stats[i][j] = rep.Phases[0].Stats
+			st.stats[j] = rep.Phases[0].Stats
 		}
+		steps = append(steps, st)
 	}
-	return stats, nil
+	return steps, nil
+}
+
+// stepOrder returns the order in which the systems (sluice first, then
+// the baselines) run a step of multiple m. Past capacity the baseline
+// leaves its workers a backlog of renders its clients gave up on, seconds
+// of it at 4x: it runs last, and its backlog is waited out before the next
+// step (or dropped with the workers after the last), never before sluice's
+// run of the same step. At or below capacity it leaves next to nothing and
+// runs first, so that sluice's run is the one further from the capacity
+// measurement.
+func stepOrder(m float64, systems int) []int {
+	order := make([]int, systems)
+	for i := range order {
+		order[i] = i
+	}
+	if m <= 1 {
+		slices.Reverse(order)
+	}
+	return order
 }
 
 // busyNote warns, when the load average is above the CPUs, that other
@@ -282,14 +341,15 @@ func busyNote(load float64, cpus int) string {
 	return fmt.Sprintf("note: this machine is busy (load average %.1f on %d CPUs): other processes take CPU from the workers at times, and the figures below vary from run to run", load, cpus)
 }
 
-// driftNote says when the capacity measured after the ramp differs from
-// the one the ramp was offered against by more than a fifth: the machine
-// changed under the measurement.
-func driftNote(before, after float64) string {
-	if before <= 0 || math.Abs(after-before) <= before/5 {
+// noisyNote says when the capacity windows of the run, lo to hi renders/s,
+// moved by more than a third: other processes took the workers' CPU at
+// times, and any step may have met less capacity than it was offered
+// against.
+func noisyNote(lo, hi float64) string {
+	if hi <= 0 || lo >= hi*2/3 {
 		return ""
 	}
-	return fmt.Sprintf("\nnote: capacity measured again after the ramp: %.0f renders/s, against %.0f before: what else runs on this machine changed during the run, and \"of capacity\" is against the first", after, before)
+	return fmt.Sprintf("note: the workers' capacity moved between %.0f and %.0f renders/s during the run: other processes took CPU from them at times, and a step may have met less than its column says", lo, hi)
 }
 
 // serveBaseline serves, on 127.0.0.1:0, the same workers with no
@@ -317,14 +377,18 @@ func serveBaseline(sup *supervisor.Supervisor) (url string, stop func(), err err
 	return "http://" + ln.Addr().String(), func() { srv.Close(); <-done }, nil
 }
 
-func demoTable(w io.Writer, capacity float64, phases []loadgen.Phase, names []string, stats [][]loadgen.Stats) error {
+func demoTable(w io.Writer, steps []demoStep, names []string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "offered\tsystem\tgoodput\tof capacity\tsuccess\tp50\tp99\tfailures\t")
-	for i, p := range phases {
+	fmt.Fprintln(tw, "offered\tcapacity\tafter\tsystem\tgoodput\tof capacity\tsuccess\tp50\tp99\tfailures\t")
+	for _, s := range steps {
+		after := "-"
+		if s.after > 0 {
+			after = fmt.Sprintf("%.0f/s", s.after)
+		}
 		for j, name := range names {
-			st := stats[i][j]
-			fmt.Fprintf(tw, "%.0f/s (%s)\t%s\t%.0f/s\t%.0f%%\t%.1f%%\t%s\t%s\t%s\t\n", p.Rate, p.Name, name,
-				st.Goodput, 100*st.Goodput/capacity, 100*st.SuccessRatio,
+			st := s.stats[j]
+			fmt.Fprintf(tw, "%.0f/s (%s)\t%.0f/s\t%s\t%s\t%.0f/s\t%.0f%%\t%.1f%%\t%s\t%s\t%s\t\n", s.phase.Rate, s.phase.Name, s.capacity, after, name,
+				st.Goodput, 100*st.Goodput/s.capacity, 100*st.SuccessRatio,
 				fmtLatency(st.Latency.P50, st.Successes), fmtLatency(st.Latency.P99, st.Successes), fmtErrors(st.Errors))
 		}
 	}

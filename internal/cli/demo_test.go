@@ -1,8 +1,12 @@
 package cli
 
 import (
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The demo says when its figures are those of a shared machine, rather
@@ -17,12 +21,63 @@ func TestDemoNotes(t *testing.T) {
 		{"at its CPUs", busyNote(2, 2), ""},
 		{"busy machine", busyNote(12.4, 2), "note: this machine is busy (load average 12.4 on 2 CPUs)"},
 		{"no load average", busyNote(-1, 2), ""},
-		{"capacity kept", driftNote(200, 170), ""},
-		{"capacity grew", driftNote(126, 200), "capacity measured again after the ramp: 200 renders/s, against 126 before"},
-		{"capacity fell", driftNote(200, 85), "capacity measured again after the ramp: 85 renders/s, against 200 before"},
+		{"capacity steady", noisyNote(150, 180), ""},
+		{"capacity moved", noisyNote(36, 160), "capacity moved between 36 and 160 renders/s"},
+		{"no capacity", noisyNote(0, 0), ""},
 	} {
 		if tt.want == "" && tt.got != "" || !strings.Contains(tt.got, tt.want) {
 			t.Errorf("%s: got %q, want %q", tt.name, tt.got, tt.want)
+		}
+	}
+}
+
+// Past capacity the baseline leaves its workers a backlog, so it runs after
+// sluice; at or below capacity it runs first.
+func TestStepOrder(t *testing.T) {
+	for _, tt := range []struct {
+		m    float64
+		want []int
+	}{
+		{0.5, []int{1, 0}},
+		{1, []int{1, 0}},
+		{2, []int{0, 1}},
+		{4, []int{0, 1}},
+	} {
+		if got := stepOrder(tt.m, 2); !slices.Equal(got, tt.want) {
+			t.Errorf("stepOrder(%g, 2) = %v, want %v", tt.m, got, tt.want)
+		}
+	}
+}
+
+// The demo runs its ramp end to end, sluice and the baseline at every
+// step, each step at its multiple of the capacity measured before it, and
+// exits 0.
+func TestDemoRunsTheRamp(t *testing.T) {
+	p := startSluice(t, "demo", "-workers", "1", "-cpu", "2ms", "-step", "1s", "-loads", "0.5,2")
+	if code := p.ExitCode(t, 60*time.Second); code != 0 {
+		t.Fatalf("sluice demo exited %d:\n%s", code, p.Out.String())
+	}
+	out := p.Out.String()
+	if !strings.Contains(out, "capacity, measured before each step in windows") {
+		t.Errorf("no word of how capacity was measured:\n%s", out)
+	}
+	row := regexp.MustCompile(`(?m)^\s*(\d+)/s \(([\d.]+)x\)\s+(\d+)/s\s+(\d+/s|-)\s+(sluice|no admission)\s`)
+	seen := map[string]bool{}
+	for _, m := range row.FindAllStringSubmatch(out, -1) {
+		seen[m[2]+" "+m[5]] = true
+		if last := m[2] == "2"; last != (m[4] == "-") {
+			t.Errorf("row %q: capacity after the step %s, want a rate after the first step and none after the last", strings.TrimSpace(m[0]), m[4])
+		}
+		offered, _ := strconv.Atoi(m[1])
+		capacity, _ := strconv.Atoi(m[3])
+		mult := map[string]int{"0.5": 1, "2": 4}[m[2]] // offered/capacity, in halves
+		if d := 2*offered - mult*capacity; capacity <= 0 || d < -2 || d > 2 {
+			t.Errorf("row %q: offered %d/s is not %sx the capacity %d/s", strings.TrimSpace(m[0]), offered, m[2], capacity)
+		}
+	}
+	for _, want := range []string{"0.5 sluice", "0.5 no admission", "2 sluice", "2 no admission"} {
+		if !seen[want] {
+			t.Errorf("no row for %s:\n%s", want, out)
 		}
 	}
 }

@@ -43,24 +43,39 @@ func NewWork(unitsPerMilli float64) Work { return Work{perMilli: unitsPerMilli} 
 func (w Work) UnitsPerMilli() float64 { return w.perMilli }
 
 // Calibrate measures how many work units one core does per millisecond,
-// spending about d. It keeps the fastest of several short rounds, so that
-// a round slowed by preemption or a busy neighbour does not skew it.
-func Calibrate(d time.Duration) Work {
-	const batch = 256
-	rounds := 5
+// spending about d. It keeps the fastest of many rounds of a couple of
+// milliseconds: on a machine that runs anything else, a round longer than
+// the scheduler's time slice is almost always cut by another process, and
+// its rate is that of a share of the core, not of the core. Calibrated on a
+// busy machine from long rounds, every render would do a fraction of the
+// work it is asked for.
+func Calibrate(d time.Duration) Work { return calibrate(d, time.Now) }
+
+// calibrationRound is the length of one round of Calibrate: well under
+// the scheduler's time slice (a few ms), well over the clock's cost (tens
+// of ns) and resolution.
+const calibrationRound = 2 * time.Millisecond
+
+// calibrate is Calibrate reading the clock from now.
+func calibrate(d time.Duration, now func() time.Time) Work {
+	const batch = 64 // units between two readings of the clock
 	best := 0.0
 	var sink uint64
-	for range rounds {
-		units := 0
-		start := time.Now()
-		for time.Since(start) < d/time.Duration(rounds) {
+	t := now()
+	for end := t.Add(d); ; {
+		start, units := t, 0
+		for t.Sub(start) < calibrationRound {
 			for i := range batch {
 				sink += unit(units + i)
 			}
 			units += batch
+			t = now()
 		}
-		if r := float64(units) / (float64(time.Since(start)) / float64(time.Millisecond)); r > best {
+		if r := float64(units) / (float64(t.Sub(start)) / float64(time.Millisecond)); r > best {
 			best = r
+		}
+		if !t.Before(end) {
+			break
 		}
 	}
 	_ = sink

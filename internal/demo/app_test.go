@@ -138,3 +138,31 @@ func TestWorkerReportsSaturation(t *testing.T) {
 		t.Fatalf("stats carry Sluice-Saturation %q, want none", v)
 	}
 }
+
+// A round that another process cut short of the core (its clock ran on
+// while the calibration did not) does not lower the calibration: the
+// fastest round is the core's speed.
+func TestCalibrateKeepsTheFastestRound(t *testing.T) {
+	// Each reading of the clock comes after a batch of 64 units, which
+	// take 10 µs on the simulated core (6400 units/ms); every third round
+	// is preempted for 5 ms in its middle.
+	var (
+		at    time.Time
+		reads int
+	)
+	now := func() time.Time {
+		reads++
+		at = at.Add(10 * time.Microsecond)
+		if reads%600 == 100 {
+			at = at.Add(5 * time.Millisecond)
+		}
+		return at
+	}
+	w := calibrate(20*time.Millisecond, now)
+	if got, want := w.UnitsPerMilli(), 6400.0; got != want {
+		t.Errorf("calibration = %v units/ms, want %v (the unpreempted rounds')", got, want)
+	}
+	if spent := at.Sub(time.Time{}); spent < 20*time.Millisecond || spent > 20*time.Millisecond+calibrationRound {
+		t.Errorf("calibrating for 20ms took %v of the clock, want 20ms to 20ms and a round", spent)
+	}
+}
