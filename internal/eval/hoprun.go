@@ -9,8 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
-
-	"github.com/sluicehq/sluice/internal/demo"
 )
 
 // HopInfo records scenario hop-cpu as it was run.
@@ -214,7 +212,7 @@ func (s *Suite) hopOverload(ctx context.Context, fronts []*hopFront, pool *Pool)
 	var caps []float64
 	for round := range HopCPURounds {
 		s.waitQuiet(ctx)
-		r, err := demo.Capacity(ctx, direct, CapacityClients, s.o.CapacityTime, false)
+		r, err := Capacity(ctx, direct, CapacityClients, s.o.CapacityTime, false)
 		if err != nil {
 			return nil, nil, err
 		}

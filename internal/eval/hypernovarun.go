@@ -156,7 +156,7 @@ func (s *Suite) startHypernova(ctx context.Context, script string, n, cluster in
 	urls := batchURLs(p.Addrs)
 	clients := CapacityClients * max(n, cluster)
 	p.Warm = func(ctx context.Context) error {
-		_, err := demo.CapacityPost(ctx, urls, clients/len(urls), 2*time.Second, false, jsonType, job)
+		_, err := CapacityPost(ctx, urls, clients/len(urls), 2*time.Second, false, jsonType, job)
 		return err
 	}
 	if err := p.Warm(ctx); err != nil {
@@ -219,7 +219,7 @@ func (s *Suite) hypernovaCapacity(ctx context.Context, pool *Pool, job []byte, i
 	info.AnswerBytes = buf.Len()
 	for range NodeCapacityRuns {
 		s.waitQuiet(ctx)
-		r, err := demo.CapacityPost(ctx, batchURLs(pool.Addrs), CapacityClients, s.o.CapacityTime, false, jsonType, job)
+		r, err := CapacityPost(ctx, batchURLs(pool.Addrs), CapacityClients, s.o.CapacityTime, false, jsonType, job)
 		if err != nil {
 			return err
 		}
@@ -297,7 +297,7 @@ func (s *Suite) hypernovaRestarts(ctx context.Context, targets []*target, script
 	defer s.keep(workers)()
 	t := &target{name: SetupSluice, url: f.URL, front: f, pool: workers, cap10: info.CapacityRPS}
 	// Warm them, through sluice, as the devMode workers were.
-	if _, err := demo.CapacityPost(ctx, []string{f.URL + hypernovaPath}, CapacityClients*s.o.Workers, 2*time.Second, false, jsonType, job); err != nil {
+	if _, err := CapacityPost(ctx, []string{f.URL + hypernovaPath}, CapacityClients*s.o.Workers, 2*time.Second, false, jsonType, job); err != nil {
 		return nil, err
 	}
 	info.Restart[SetupSluice] = "a sluice of its own supervising " + strconv.Itoa(s.o.Workers) + " workers (workers.command: node worker.js, count " + strconv.Itoa(s.o.Workers) +

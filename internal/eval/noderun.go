@@ -10,7 +10,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/demo"
 	"github.com/sluicehq/sluice/internal/loadgen"
 )
 
@@ -170,7 +169,7 @@ func (s *Suite) nodeCapacity(ctx context.Context, w NodeWorkload, pool *Pool, in
 	// V8 compiles the renderer as it runs: a first measurement, not kept,
 	// leaves the workers warm; so after every restart.
 	pool.Warm = func(ctx context.Context) error {
-		_, err := demo.Capacity(ctx, direct, w.CapacityClients, 2*time.Second, false)
+		_, err := Capacity(ctx, direct, w.CapacityClients, 2*time.Second, false)
 		return err
 	}
 	if err := pool.Warm(ctx); err != nil {
@@ -178,7 +177,7 @@ func (s *Suite) nodeCapacity(ctx context.Context, w NodeWorkload, pool *Pool, in
 	}
 	for range NodeCapacityRuns {
 		s.waitQuiet(ctx)
-		r, err := demo.Capacity(ctx, direct, w.CapacityClients, s.o.CapacityTime, false)
+		r, err := Capacity(ctx, direct, w.CapacityClients, s.o.CapacityTime, false)
 		if err != nil {
 			return err
 		}

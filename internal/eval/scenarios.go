@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/admission"
-	"github.com/sluicehq/sluice/internal/demo"
 	"github.com/sluicehq/sluice/internal/loadgen"
 )
 
@@ -281,7 +280,7 @@ func (s *Suite) hop(ctx context.Context) error {
 		for _, ht := range targets {
 			h := HopResult{Setup: ht.name, KeepAlive: ka}
 			for range 3 {
-				r, err := demo.Capacity(ctx, ht.urls, ht.perURL, s.o.CapacityTime, !ka)
+				r, err := Capacity(ctx, ht.urls, ht.perURL, s.o.CapacityTime, !ka)
 				if err != nil {
 					return err
 				}

@@ -368,7 +368,7 @@ func (s *Suite) measure(ctx context.Context, a, b []string, perURL int) (ra, rb 
 			urls []string
 			out  *[]float64
 		}{{a, &ra}, {b, &rb}} {
-			r, err := demo.Capacity(ctx, m.urls, perURL, s.o.CapacityTime, false)
+			r, err := Capacity(ctx, m.urls, perURL, s.o.CapacityTime, false)
 			if err != nil {
 				return nil, nil, err
 			}

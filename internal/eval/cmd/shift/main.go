@@ -142,7 +142,7 @@ func measure(ctx context.Context, o options, stderr io.Writer) ([]phaseResult, f
 
 	cpuURL := fmt.Sprintf("http://%s/?cpu=%d", addr, o.cpu)
 	ioURL := fmt.Sprintf("http://%s/?cpu=0&sleep=%d", addr, o.sleep)
-	c, err := demo.Capacity(ctx, []string{cpuURL}, 4, 3*time.Second, false)
+	c, err := eval.Capacity(ctx, []string{cpuURL}, 4, 3*time.Second, false)
 	if err != nil {
 		return nil, 0, err
 	}
