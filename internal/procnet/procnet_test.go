@@ -61,11 +61,12 @@ func TestListeningAndSocketsReal(t *testing.T) {
 	}
 	defer l.Close()
 	addr := netip.MustParseAddrPort(l.Addr().String())
-	i := slices.IndexFunc(Listening("/proc"), func(s Socket) bool { return s.Addr == addr })
+	socks := Listening("/proc")
+	i := slices.IndexFunc(socks, func(s Socket) bool { return s.Addr == addr })
 	if i < 0 {
 		t.Fatalf("Listening(/proc) lacks %s", addr)
 	}
-	inode := Listening("/proc")[i].Inode
+	inode := socks[i].Inode
 	found := false
 	Sockets("/proc", os.Getpid(), func(in string) bool {
 		found = in == inode
