@@ -11,7 +11,6 @@ import (
 	"os/signal"
 	"runtime"
 	"syscall"
-	"time"
 )
 
 // The guard keeps a worker's descendants from outliving sluice.
@@ -96,15 +95,8 @@ func runGuard(args []string) int {
 	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		// Die of the same signal, so that the supervisor logs it.
 		signal.Reset(ws.Signal())
-		// On this thread, locked above. Rarely (1 run in hundreds, on a
-		// loaded machine) the first signal still reaches the runtime's
-		// notifier, just reset, instead of killing: a few more, a moment
-		// apart, do.
-		for range 3 {
-			raise(ws.Signal())
-			time.Sleep(10 * time.Millisecond)
-		}
-		return 128 + int(ws.Signal()) // when it cannot kill this process
+		raise(ws.Signal())            // on this thread, locked above
+		return 128 + int(ws.Signal()) // when it cannot kill this process: started with the signal ignored (nohup)
 	}
 	return ee.ExitCode()
 }
