@@ -53,25 +53,14 @@ func requireBuild(tb testing.TB) string {
 	if missing == "" {
 		return dir
 	}
-	if os.Getenv("CI") != "" {
-		tb.Fatalf("%s (CI is set, so this test may not skip)", missing)
-	}
-	tb.Skip(missing)
+	testutil.Missing(tb, missing)
 	return ""
 }
 
-// pollUntil calls cond every pollInterval until it returns true, failing
-// the test if it has not within d: the outside of real processes gives no
-// other signal of their state.
+// pollUntil is testutil.PollUntil at this test's interval.
 func pollUntil(tb testing.TB, d time.Duration, what string, cond func() bool) {
 	tb.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("%s: not within %v", what, d)
-		}
-		time.Sleep(pollInterval)
-	}
+	testutil.PollUntil(tb, d, pollInterval, what, cond)
 }
 
 // workers is the part of the admin listener's /stats this test reads.

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/testutil"
 )
 
 // pageMarker is in every listing page; cardMarker once per listing card.
@@ -52,25 +54,14 @@ func requireNode(tb testing.TB) string {
 	if missing == "" {
 		return dir
 	}
-	if os.Getenv("CI") != "" {
-		tb.Fatalf("%s (CI is set, so this test may not skip)", missing)
-	}
-	tb.Skip(missing)
+	testutil.Missing(tb, missing)
 	return ""
 }
 
-// pollUntil calls cond every pollInterval until it returns true, failing
-// the test if it has not within d. It is for the outside of real processes,
-// which give no other signal of their state.
+// pollUntil is testutil.PollUntil at this test's interval.
 func pollUntil(tb testing.TB, d time.Duration, what string, cond func() bool) {
 	tb.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("%s: not within %v", what, d)
-		}
-		time.Sleep(pollInterval)
-	}
+	testutil.PollUntil(tb, d, pollInterval, what, cond)
 }
 
 // held is a request the worker is holding: it has reached the worker

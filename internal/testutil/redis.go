@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -26,16 +25,12 @@ type Redis struct {
 
 // StartRedis starts redis-server for the test and stops it when the test
 // ends. Without redis-server on the PATH it skips the test, or fails it
-// when CI=true: CI installs it (.ci/run), so that there its absence is a
-// broken machine, not a reason to test less.
+// under CI (see Missing).
 func StartRedis(tb testing.TB) *Redis {
 	tb.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			tb.Fatalf("redis-server not found (CI installs the Debian package redis-server): %v", err)
-		}
-		tb.Skipf("redis-server not found; install the Debian package redis-server to run this test: %v", err)
+		Missing(tb, "redis-server not found; install the Debian package redis-server to run this test: "+err.Error())
 	}
 	r := &Redis{tb: tb, bin: bin, dir: tb.TempDir(), Addr: FreeAddr(tb)}
 	r.Start()
