@@ -7,6 +7,7 @@ import (
 
 	"github.com/sluicehq/sluice/admission"
 	"github.com/sluicehq/sluice/internal/config"
+	"github.com/sluicehq/sluice/internal/proxy"
 	"github.com/sluicehq/sluice/internal/supervisor"
 	"github.com/sluicehq/sluice/limit"
 )
@@ -47,14 +48,7 @@ func TestProxyOptionsWorkerLimit(t *testing.T) {
 		{"server: {backpressure: {eluMax: 0.7}}\nworkers: {command: w}", 0.7},
 		{"server: {backpressure: {saturationMax: 0.7}}\nproxy: {saturationMax: 0.6}\nworkers: {command: w}", 0.6},
 	} {
-		cfg, err := config.Parse("t", []byte(tt.yaml))
-		if err != nil {
-			t.Fatal(err)
-		}
-		o, err := proxyOptions(cfg, nil, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		o := proxyOptionsOf(t, tt.yaml)
 		if got := o.WorkerLimit.MaxSaturation; got != tt.want {
 			t.Errorf("%q: got WorkerLimit.MaxSaturation %v, want %v", tt.yaml, got, tt.want)
 		}
@@ -71,14 +65,7 @@ func TestProxyOptionsKernelSaturation(t *testing.T) {
 		{"workers: {command: w}", false},
 		{"proxy: {kernelSaturation: false}\nworkers: {command: w}", true},
 	} {
-		cfg, err := config.Parse("t", []byte(tt.yaml))
-		if err != nil {
-			t.Fatal(err)
-		}
-		o, err := proxyOptions(cfg, nil, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		o := proxyOptionsOf(t, tt.yaml)
 		ep := supervisor.Endpoint{Pid: os.Getpid(), Adaptive: true}
 		switch off := o.WorkerDemand != nil && o.WorkerDemand(ep) == nil; {
 		case off != tt.off:
@@ -100,14 +87,7 @@ func TestProxyOptionsLookahead(t *testing.T) {
 		{"workers: {command: w}\nproxy: {lookahead: 2}", 2},
 		{"workers: {command: w}\nproxy: {lookahead: 0}", -1},
 	} {
-		cfg, err := config.Parse("t", []byte(tt.yaml))
-		if err != nil {
-			t.Fatal(err)
-		}
-		o, err := proxyOptions(cfg, nil, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		o := proxyOptionsOf(t, tt.yaml)
 		if o.Lookahead != tt.want {
 			t.Errorf("%q: got Lookahead %d, want %d", tt.yaml, o.Lookahead, tt.want)
 		}
@@ -125,14 +105,7 @@ func TestProxyOptionsPoison(t *testing.T) {
 		{"workers: {command: w, poison: {enabled: false}}", false},
 		{"upstreams: {servers: [127.0.0.1:8080]}", false},
 	} {
-		cfg, err := config.Parse("t", []byte(tt.yaml))
-		if err != nil {
-			t.Fatal(err)
-		}
-		o, err := proxyOptions(cfg, nil, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		o := proxyOptionsOf(t, tt.yaml)
 		if got := o.Poison != nil; got != tt.want {
 			t.Errorf("%s: got a poison table %v, want %v", tt.yaml, got, tt.want)
 		}
@@ -150,14 +123,7 @@ func TestProxyOptionsHeaders(t *testing.T) {
 		{"workers: {command: w}\n", 100, false},
 		{"workers: {command: w}\nproxy: {maxHeaderFields: 300, underscoresInHeaders: true}\n", 300, true},
 	} {
-		cfg, err := config.Parse("t", []byte(tt.yaml))
-		if err != nil {
-			t.Fatal(err)
-		}
-		o, err := proxyOptions(cfg, nil, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		o := proxyOptionsOf(t, tt.yaml)
 		if o.MaxHeaderFields != tt.fields || o.UnderscoresInHeaders != tt.underscores {
 			t.Errorf("%q: got MaxHeaderFields %d UnderscoresInHeaders %v, want %d %v", tt.yaml, o.MaxHeaderFields, o.UnderscoresInHeaders, tt.fields, tt.underscores)
 		}
@@ -327,4 +293,18 @@ compression: {minLength: 0}
 	if got := ctrl.Limit.(*limit.Fixed).Limit(); got != admission.MaxLimit {
 		t.Errorf("server.maxConcurrentRequests: 0 in the file is a cap of %d, want none (admission.MaxLimit)", got)
 	}
+}
+
+// proxyOptionsOf is the proxy's options for a config file's text.
+func proxyOptionsOf(t *testing.T, yaml string) proxy.Options {
+	t.Helper()
+	cfg, err := config.Parse("t", []byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := proxyOptions(cfg, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
 }
