@@ -60,7 +60,7 @@ func newDemandFeed(m DemandMeter, every time.Duration, now time.Time) *demandFee
 // read returns a reading when one is due and the worker has never
 // reported its saturation itself.
 func (d *demandFeed) read(now time.Time) (float64, bool) {
-	if d == nil || d.own.Load() {
+	if d.own.Load() {
 		return 0, false
 	}
 	at := int64(now.Sub(d.start))
@@ -77,8 +77,4 @@ func (d *demandFeed) read(now time.Time) (float64, bool) {
 
 // reported records that the worker reports its saturation itself: its
 // word is taken over the kernel's from then on.
-func (d *demandFeed) reported() {
-	if d != nil {
-		d.own.Store(true)
-	}
-}
+func (d *demandFeed) reported() { d.own.Store(true) }

@@ -284,10 +284,15 @@ type completion struct {
 // complete gives back a slot taken by take and lets the worker's limit
 // learn from c.
 func (p *pool) complete(e *endpoint, c completion) {
-	if c.reported {
-		e.demand.reported()
+	var kernel float64
+	var measured bool
+	if e.demand != nil {
+		// Read outside the mutex: a reading is a file read.
+		if c.reported {
+			e.demand.reported()
+		}
+		kernel, measured = e.demand.read(time.Now())
 	}
-	kernel, measured := e.demand.read(time.Now())
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := time.Now()
