@@ -641,7 +641,10 @@ func (c *Controller) dispatchLocked() {
 			// fair order putting them first.
 			victim := c.q.dropCandidate()
 			service := time.Duration(math.Float64frombits(c.latency.Load()))
-			floor := codelFloor(service, limitOf(c.state.Load()))
+			if c.codel.due(now) {
+				c.codel.roll(now, c.arrivals(), c.overloadSheds())
+			}
+			floor := c.codel.judged(codelFloor(service, limitOf(c.state.Load())))
 			if now.Before(c.tolerateUntil) {
 				floor = max(floor, c.tolerateBound)
 			}
@@ -761,6 +764,25 @@ func (c *Controller) Close() {
 	}
 	c.mu.Unlock()
 	c.wg.Wait()
+}
+
+// arrivals is every request decided so far: admitted or shed.
+func (c *Controller) arrivals() uint64 {
+	n := c.admitted.Load() + c.fastAdmittedTotal()
+	for i := range c.shedCount {
+		n += c.shedCount[i].Load()
+	}
+	return n
+}
+
+// overloadSheds is every request shed so far because demand was above
+// capacity: not for its deadline, its tenant's rate quota, or shutdown.
+func (c *Controller) overloadSheds() uint64 {
+	var n uint64
+	for _, r := range [...]Reason{ReasonQueueFull, ReasonQueueTimeout, ReasonSaturated, ReasonCoDel, ReasonPriority, ReasonLimit, ReasonTenant} {
+		n += c.shedCount[r].Load()
+	}
+	return n
 }
 
 func (c *Controller) fastAdmittedTotal() uint64 {

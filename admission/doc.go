@@ -40,7 +40,10 @@
 //     queue timeout; and when the queue stands (CoDel's judgement of
 //     sojourn time, passed on the request it would shed, the oldest of the
 //     heaviest tenant in the lowest class: a burst that drains is never
-//     punished, and a noisy tenant's backlog cannot age unseen).
+//     punished, and a noisy tenant's backlog cannot age unseen). Under
+//     overload the queue may stand only as deep as the slots' own
+//     randomness makes it; at or below capacity (calm), 250 ms, so that a
+//     queue standing by chance or through a stall is served, not shed.
 //
 // Every waiter leaves the queue exactly once, with one outcome: granted,
 // shed with a Reason, or cancelled (its caller gave up: removed silently,

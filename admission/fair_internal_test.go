@@ -115,3 +115,55 @@ func TestCoDelFloor(t *testing.T) {
 		}
 	}
 }
+
+// The regime: calm until a window's sheds for overload pass a fifth of
+// its arrivals, overloaded for the next window, calm again after one
+// under it. Calm, a queue is standing only past calmSojourn (or the floor
+// if longer); overloaded, past the floor.
+func TestCoDelRegime(t *testing.T) {
+	const floor = 40 * time.Millisecond
+	base := time.Unix(1000, 0)
+	c := &codel{target: 5 * time.Millisecond, interval: 100 * time.Millisecond}
+	if got := c.judged(floor); got != calmSojourn {
+		t.Fatalf("before any window: judged %v, want calm %v", got, calmSojourn)
+	}
+	if got := c.judged(time.Second); got != time.Second {
+		t.Errorf("calm with a floor above calmSojourn: judged %v, want the floor", got)
+	}
+	steps := []struct {
+		arrivals, sheds uint64 // during the window just ended
+		overloaded      bool
+	}{
+		{100, 50, true},   // half shed: 2x
+		{100, 21, true},   // just over a fifth
+		{100, 20, false},  // a fifth is calm
+		{100, 3, false},   // capacity: a clump now and then
+		{0, 0, false},     // no arrivals
+		{1000, 600, true}, // overload again
+	}
+	now := base
+	var arrivals, sheds uint64
+	if !c.due(now) {
+		t.Fatal("a codel with no window begun is not due")
+	}
+	c.roll(now, arrivals, sheds) // begins the first window
+	for i, s := range steps {
+		if c.due(now.Add(regimeWindow - time.Nanosecond)) {
+			t.Fatalf("step %d: due before the window ended", i)
+		}
+		now = now.Add(regimeWindow)
+		if !c.due(now) {
+			t.Fatalf("step %d: not due when the window ended", i)
+		}
+		arrivals += s.arrivals
+		sheds += s.sheds
+		c.roll(now, arrivals, sheds)
+		want := calmSojourn
+		if s.overloaded {
+			want = floor
+		}
+		if got := c.judged(floor); got != want {
+			t.Errorf("step %d (%d of %d shed): judged %v, want %v", i, s.sheds, s.arrivals, got, want)
+		}
+	}
+}

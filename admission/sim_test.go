@@ -25,6 +25,10 @@ type flowSpec struct {
 	service time.Duration
 	// deadline, when set, is each request's budget from its arrival.
 	deadline time.Duration
+	// from, when set, is how far into the run the waits recorded begin:
+	// an overload's onset is calm to CoDel (see codel), its queue
+	// waiting up to 250 ms for the first half second.
+	from time.Duration
 }
 
 type simResult struct {
@@ -58,7 +62,8 @@ func simulate(t *testing.T, c *admission.Controller, d time.Duration, seed uint6
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			end := time.Now().Add(d)
+			start := time.Now()
+			end := start.Add(d)
 			for {
 				time.Sleep(time.Duration(rng.ExpFloat64() / f.rate * float64(time.Second)))
 				if !time.Now().Before(end) {
@@ -91,7 +96,9 @@ func simulate(t *testing.T, c *admission.Controller, d time.Duration, seed uint6
 					p.DoneSample(limit.Sample{Now: time.Now(), RTT: service})
 					mu.Lock()
 					r.served++
-					r.waits = append(r.waits, wait)
+					if arrived.Sub(start) >= f.from {
+						r.waits = append(r.waits, wait)
+					}
 					mu.Unlock()
 				}()
 			}
@@ -202,6 +209,7 @@ func TestCoDelNoisyTenant(t *testing.T) {
 		for _, name := range []string{"a", "b", "c", "d"} {
 			flows = append(flows, flowSpec{name: name, rate: 60, req: admission.Request{Tenant: name}, service: service})
 		}
+		flows[0].from = time.Second
 		res := simulate(t, c, 10*time.Second, 7, flows...)
 		for _, name := range []string{"a", "b", "c", "d"} {
 			if got := res[name].successRatio(); got < 0.99 {
@@ -217,7 +225,8 @@ func TestCoDelNoisyTenant(t *testing.T) {
 			t.Errorf("noisy tenant: got sheds %v, want those of its standing queue as reason tenant (429), at most 1%% as codel", noisy.shed)
 		}
 		// Judged against the floor (3.5 mean service times at four slots,
-		// 35 ms), from one dispatch to the next.
+		// 35 ms), from one dispatch to the next, once the overload's onset
+		// has passed.
 		if got, want := noisy.waitQuantile(0.99), 5*service; got > want {
 			t.Errorf("noisy tenant: p99 queueing delay of its served requests %v, want <= %v", got, want)
 		}
@@ -258,12 +267,13 @@ func TestCoDel(t *testing.T) {
 	t.Run("standing queue", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			c := newController(t, 10, opts)
-			res := simulate(t, c, 3*time.Second, 4, flowSpec{name: "x", rate: 1500, service: service})["x"]
+			res := simulate(t, c, 3*time.Second, 4, flowSpec{name: "x", rate: 1500, service: service, from: time.Second})["x"]
 			if res.shed[admission.ReasonCoDel] == 0 {
 				t.Fatalf("got sheds %v at 1.5x load, want CoDel sheds", res.shed)
 			}
-			// Sojourn is judged against the larger of the target and the
-			// floor, two mean service times (20 ms) at ten slots.
+			// Past the onset, sojourn is judged against the larger of the
+			// target and the floor, two mean service times (20 ms) at ten
+			// slots.
 			if got := res.waitQuantile(0.5); got > 2*service {
 				t.Errorf("median queueing delay of served requests: got %v, want <= %v", got, 2*service)
 			}
@@ -283,19 +293,19 @@ func TestCoDel(t *testing.T) {
 	})
 	// Two single-threaded renderers at exactly their capacity: a queue
 	// stands now and then by chance alone, and shedding it costs goodput
-	// that was there to take. Judged against a floor of ten requests' depth,
-	// few are shed, and the served still wait little.
+	// that was there to take. Calm, it is judged standing only past 250
+	// ms: few are shed, and the served wait at most about that.
 	t.Run("at capacity with two slots few are shed", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			const render = 12 * time.Millisecond
 			c := newController(t, 2, admission.Options{QueueSize: 1000, QueueTimeout: 5 * time.Second,
 				CoDelTarget: 5 * time.Millisecond, CoDelInterval: 100 * time.Millisecond})
 			res := simulate(t, c, 20*time.Second, 7, flowSpec{name: "x", rate: 2 / render.Seconds(), service: render})["x"]
-			if got := res.successRatio(); got < 0.95 {
-				t.Errorf("at 1x: success ratio %.3f (shed %v), want >= 0.95", got, res.shed)
+			if got := res.successRatio(); got < 0.96 {
+				t.Errorf("at 1x: success ratio %.3f (shed %v), want >= 0.96", got, res.shed)
 			}
-			if got := res.waitQuantile(0.99); got > 150*time.Millisecond {
-				t.Errorf("at 1x: p99 queueing delay %v, want <= 150ms", got)
+			if got := res.waitQuantile(0.99); got > 300*time.Millisecond {
+				t.Errorf("at 1x: p99 queueing delay %v, want <= 300ms", got)
 			}
 		})
 	})
@@ -414,7 +424,8 @@ func TestAdaptiveLIFO(t *testing.T) {
 			held := mustAcquire(t, c)
 			out := make(chan result, 3)
 			enqueue(context.Background(), c, 1, admission.Request{}, out)
-			time.Sleep(10 * time.Millisecond) // sojourn above target: the queue stands
+			// Sojourn above the calm sojourn (250 ms): the queue stands.
+			time.Sleep(300 * time.Millisecond)
 			enqueue(context.Background(), c, 2, admission.Request{}, out)
 			enqueue(context.Background(), c, 3, admission.Request{}, out)
 			held.Release()

@@ -1,0 +1,248 @@
+package admission_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/sluicehq/sluice/admission"
+	"github.com/sluicehq/sluice/limit"
+)
+
+// Two single-threaded renderers behind the Controller, as the front runs
+// them: each renders one request at a time and holds one more waiting
+// (its limit and lookahead, four slots in all), with the front's defaults
+// (CoDel 5 ms / 100 ms, adaptive LIFO). Renders take 5-15 ms; stalls, when
+// asked for, slow every render in progress by a factor for 50-250 ms, as a
+// neighbour taking the CPU does. The arrival rate is a share of the
+// capacity left after the stalls.
+
+type stallCfg struct {
+	workers  int
+	render   time.Duration
+	rho      float64
+	stallHz  float64 // stall events per second
+	stallMin time.Duration
+	stallMax time.Duration
+	factor   float64 // render slowdown during a stall
+	dur      time.Duration
+	seed     uint64
+	fifo     bool // adaptive LIFO off
+}
+
+type stallRes struct {
+	offered, served int
+	lat             []time.Duration // arrival to end of render, of the served
+	shedAfter       []time.Duration // arrival to 503, of the shed
+}
+
+// goodput is the share of capacity served.
+func (r stallRes) goodput(rho float64) float64 { return float64(r.served) / float64(r.offered) * rho }
+
+func (r stallRes) latency(q float64) time.Duration { return quantile(r.lat, q) }
+
+func quantile(l []time.Duration, q float64) time.Duration {
+	if len(l) == 0 {
+		return 0
+	}
+	l = slices.Clone(l)
+	slices.Sort(l)
+	return l[min(len(l)-1, int(q*float64(len(l))))]
+}
+
+func runStall(t *testing.T, cfg stallCfg) stallRes {
+	t.Helper()
+	var out stallRes
+	synctest.Test(t, func(t *testing.T) {
+		c, err := admission.New(admission.Options{Limit: limit.NewFixed(2 * cfg.workers), QueueSize: 100, QueueTimeout: 5 * time.Second,
+			CoDelTarget: 5 * time.Millisecond, CoDelInterval: 100 * time.Millisecond, AdaptiveLIFO: !cfg.fifo})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		rng := rand.New(rand.NewPCG(cfg.seed, 99))
+		start := time.Now()
+		end := start.Add(cfg.dur)
+		// The stalls, drawn before the run.
+		type iv struct{ a, b time.Time }
+		var stalls []iv
+		for at := start; at.Before(end); {
+			at = at.Add(time.Duration(rng.ExpFloat64() / cfg.stallHz * float64(time.Second)))
+			d := cfg.stallMin + time.Duration(rng.Float64()*float64(cfg.stallMax-cfg.stallMin))
+			stalls = append(stalls, iv{at, at.Add(d)})
+		}
+		// finish returns when work (at full speed) started at from ends.
+		finish := func(from time.Time, work time.Duration) time.Time {
+			at := from
+			for _, s := range stalls {
+				if !s.b.After(at) {
+					continue
+				}
+				if s.a.After(at) {
+					if gap := s.a.Sub(at); gap >= work {
+						return at.Add(work)
+					} else {
+						work -= gap
+						at = s.a
+					}
+				}
+				// inside the stall until s.b
+				span := s.b.Sub(at)
+				if done := time.Duration(float64(span) / cfg.factor); done >= work {
+					return at.Add(time.Duration(float64(work) * cfg.factor))
+				} else {
+					work -= done
+					at = s.b
+				}
+			}
+			return at.Add(work)
+		}
+		// The capacity over the run: renders slow by the factor during
+		// the stalls.
+		var slowTime time.Duration
+		for _, s := range stalls {
+			if s.a.Before(end) {
+				e := s.b
+				if e.After(end) {
+					e = end
+				}
+				slowTime += e.Sub(s.a)
+			}
+		}
+		frac := float64(slowTime) / float64(cfg.dur)
+		capacity := float64(cfg.workers) / cfg.render.Seconds() * (1 - frac + frac/cfg.factor)
+		rate := cfg.rho * capacity
+		var mu sync.Mutex
+		workers := make([]chan func(), cfg.workers)
+		load := make([]int, cfg.workers)
+		var wg sync.WaitGroup
+		for i := range workers {
+			workers[i] = make(chan func(), 1000)
+			wg.Go(func() {
+				for f := range workers[i] {
+					f()
+				}
+			})
+		}
+		var reqs sync.WaitGroup
+		for {
+			time.Sleep(time.Duration(rng.ExpFloat64() / rate * float64(time.Second)))
+			if !time.Now().Before(end) {
+				break
+			}
+			out.offered++
+			base := float64(cfg.render) * (0.5 + rng.Float64())
+			reqs.Go(func() {
+				arrived := time.Now()
+				p, err := c.Acquire(context.Background(), admission.Request{})
+				if err != nil {
+					mu.Lock()
+					out.shedAfter = append(out.shedAfter, time.Since(arrived))
+					mu.Unlock()
+					return
+				}
+				admitted := time.Now()
+				mu.Lock()
+				w := 0
+				for i := range load {
+					if load[i] < load[w] {
+						w = i
+					}
+				}
+				load[w]++
+				mu.Unlock()
+				done := make(chan struct{})
+				workers[w] <- func() {
+					now := time.Now()
+					time.Sleep(finish(now, time.Duration(base)).Sub(now))
+					close(done)
+				}
+				<-done
+				now := time.Now()
+				mu.Lock()
+				load[w]--
+				out.served++
+				out.lat = append(out.lat, now.Sub(arrived))
+				mu.Unlock()
+				p.DoneSample(limit.Sample{Now: now, RTT: now.Sub(admitted)})
+			})
+		}
+		reqs.Wait()
+		for _, w := range workers {
+			close(w)
+		}
+		wg.Wait()
+	})
+	return out
+}
+
+// medianOver runs cfg for each seed at load rho and returns the median of
+// f over the runs.
+func medianOver(t *testing.T, cfg stallCfg, seeds int, f func(stallRes) float64) float64 {
+	t.Helper()
+	var v []float64
+	for seed := range uint64(seeds) {
+		cfg.seed = seed
+		v = append(v, f(runStall(t, cfg)))
+	}
+	slices.Sort(v)
+	return v[len(v)/2]
+}
+
+func renderers(rho float64) stallCfg {
+	return stallCfg{workers: 2, render: 10 * time.Millisecond, rho: rho, stallHz: 0.001,
+		stallMin: 50 * time.Millisecond, stallMax: 250 * time.Millisecond, factor: 1, dur: 30 * time.Second}
+}
+
+// At exactly capacity the queue is a random walk that stands now and
+// then; judged calm, it is shed only past 250 ms, not at the floor of
+// twelve requests (about 40 ms here), which shed 4.5%.
+func TestCalmQueueAtCapacity(t *testing.T) {
+	cfg := renderers(1)
+	if got := medianOver(t, cfg, 4, func(r stallRes) float64 { return r.goodput(cfg.rho) }); got < 0.975 {
+		t.Errorf("at 1x: served %.3f of capacity, want >= 0.975", got)
+	}
+	if got := medianOver(t, cfg, 4, func(r stallRes) float64 { return r.latency(0.99).Seconds() }); got > 0.3 {
+		t.Errorf("at 1x: p99 latency %.0f ms, want <= 300 ms (calm sojourn and a render)", got*1000)
+	}
+}
+
+// Below capacity, stalls of up to 250 ms at a third of the speed build
+// queues that drain once they pass: queued through, not shed past the
+// floor (which served 96.8%).
+func TestStallsBelowCapacityQueuedThrough(t *testing.T) {
+	cfg := renderers(0.9)
+	cfg.stallHz, cfg.factor = 0.5, 3
+	if got := medianOver(t, cfg, 4, func(r stallRes) float64 { return r.goodput(cfg.rho) / cfg.rho }); got < 0.985 {
+		t.Errorf("at 0.9x with stalls: success %.3f, want >= 0.985", got)
+	}
+}
+
+// Under overload CoDel sheds more than a tenth of the arrivals, the
+// regime is overloaded, and the floor rules: the slots stay busy, a shed
+// request hears so within the floor's wait, not after 250 ms, and without
+// adaptive LIFO the served wait no longer either.
+func TestOverloadShedsToTheFloor(t *testing.T) {
+	for _, rho := range []float64{2, 4} {
+		for _, fifo := range []bool{false, true} {
+			cfg := renderers(rho)
+			cfg.fifo = fifo
+			if got := medianOver(t, cfg, 3, func(r stallRes) float64 { return r.goodput(rho) }); got < 0.98 {
+				t.Errorf("at %vx, FIFO %v: goodput %.3f of capacity, want >= 0.98", rho, fifo, got)
+			}
+			if got := medianOver(t, cfg, 3, func(r stallRes) float64 { return quantile(r.shedAfter, 0.5).Seconds() }); got > 0.08 {
+				t.Errorf("at %vx, FIFO %v: median time to shed %.0f ms, want <= 80 ms (the floor, not the calm sojourn)", rho, fifo, got*1000)
+			}
+			if !fifo {
+				continue
+			}
+			if got := medianOver(t, cfg, 3, func(r stallRes) float64 { return r.latency(0.5).Seconds() }); got > 0.12 {
+				t.Errorf("at %vx, FIFO: median latency %.0f ms, want <= 120 ms (the floor and a render or two)", rho, got*1000)
+			}
+		}
+	}
+}
