@@ -642,7 +642,8 @@ func (c *Controller) dispatchLocked() {
 			victim := c.q.dropCandidate()
 			service := time.Duration(math.Float64frombits(c.latency.Load()))
 			if c.codel.due(now) {
-				c.codel.roll(now, c.arrivals(), c.overloadSheds())
+				queued := c.q.len()
+				c.codel.roll(now, c.arrivals()+uint64(queued), c.overloadSheds(), queued)
 			}
 			floor := c.codel.judged(codelFloor(service, limitOf(c.state.Load())))
 			if now.Before(c.tolerateUntil) {
@@ -766,7 +767,8 @@ func (c *Controller) Close() {
 	c.wg.Wait()
 }
 
-// arrivals is every request decided so far: admitted or shed.
+// arrivals is every request decided so far: admitted or shed (not those
+// queued).
 func (c *Controller) arrivals() uint64 {
 	n := c.admitted.Load() + c.fastAdmittedTotal()
 	for i := range c.shedCount {

@@ -116,13 +116,14 @@ func TestCoDelFloor(t *testing.T) {
 	}
 }
 
-// The regime: calm until a window's sheds for overload pass a fifth of
-// its arrivals, overloaded for the next window, calm again after one
-// under it. Calm, a queue is standing only past calmSojourn (or the floor
-// if longer); overloaded, past the floor.
+// The regime: overloaded for the next window when more than a fifth of a
+// window's arrivals were shed for overload, or more than two fifths were
+// not admitted in it (shed, or left queued); calm again after a window
+// under both. A window with fewer than 16 arrivals goes on. Calm, a
+// queue is standing only past calmSojourn (or the floor if longer);
+// overloaded, past the floor.
 func TestCoDelRegime(t *testing.T) {
 	const floor = 40 * time.Millisecond
-	base := time.Unix(1000, 0)
 	c := &codel{target: 5 * time.Millisecond, interval: 100 * time.Millisecond}
 	if got := c.judged(floor); got != calmSojourn {
 		t.Fatalf("before any window: judged %v, want calm %v", got, calmSojourn)
@@ -131,39 +132,62 @@ func TestCoDelRegime(t *testing.T) {
 		t.Errorf("calm with a floor above calmSojourn: judged %v, want the floor", got)
 	}
 	steps := []struct {
-		arrivals, sheds uint64 // during the window just ended
-		overloaded      bool
+		name       string
+		arrivals   uint64 // during the window
+		sheds      uint64 // of them, shed for overload
+		grew       int    // the queue's growth
+		overloaded bool
 	}{
-		{100, 50, true},   // half shed: 2x
-		{100, 21, true},   // just over a fifth
-		{100, 20, false},  // a fifth is calm
-		{100, 3, false},   // capacity: a clump now and then
-		{0, 0, false},     // no arrivals
-		{1000, 600, true}, // overload again
+		{"2x, the onset: half queued", 40, 0, 20, true},
+		{"2x: half shed", 40, 20, 0, true},
+		{"1.5x: a third shed", 60, 20, 0, true},
+		{"a fifth shed is calm", 100, 20, 0, false},
+		{"two fifths not admitted is calm", 100, 10, 30, false},
+		{"just over two fifths not admitted", 100, 10, 31, true},
+		{"capacity: the queue grew a little", 20, 0, 4, false},
+		{"the queue shed: shed, but none left over", 20, 3, -10, false},
+		{"the queue drained", 20, 0, -10, false},
+		{"4x", 80, 30, 30, true},
 	}
-	now := base
+	now := time.Unix(1000, 0)
 	var arrivals, sheds uint64
+	queued := 50
 	if !c.due(now) {
 		t.Fatal("a codel with no window begun is not due")
 	}
-	c.roll(now, arrivals, sheds) // begins the first window
-	for i, s := range steps {
+	c.roll(now, arrivals, sheds, queued) // begins the first window
+	for _, s := range steps {
 		if c.due(now.Add(regimeWindow - time.Nanosecond)) {
-			t.Fatalf("step %d: due before the window ended", i)
+			t.Fatalf("%s: due before the window's shortest length", s.name)
 		}
 		now = now.Add(regimeWindow)
 		if !c.due(now) {
-			t.Fatalf("step %d: not due when the window ended", i)
+			t.Fatalf("%s: not due at the window's end", s.name)
 		}
 		arrivals += s.arrivals
 		sheds += s.sheds
-		c.roll(now, arrivals, sheds)
+		queued += s.grew
+		c.roll(now, arrivals, sheds, queued)
 		want := calmSojourn
 		if s.overloaded {
 			want = floor
 		}
 		if got := c.judged(floor); got != want {
-			t.Errorf("step %d (%d of %d shed): judged %v, want %v", i, s.sheds, s.arrivals, got, want)
+			t.Errorf("%s: judged %v, want %v", s.name, got, want)
 		}
+	}
+	// Too few arrivals: the window goes on, the regime as it was
+	// (overloaded), until enough have come.
+	now = now.Add(regimeWindow)
+	arrivals += regimeArrivals - 1
+	c.roll(now, arrivals, sheds, queued)
+	if got := c.judged(floor); got != floor {
+		t.Errorf("a window of %d arrivals: judged %v, want it not judged yet (the floor)", regimeArrivals-1, got)
+	}
+	now = now.Add(regimeWindow)
+	arrivals++
+	c.roll(now, arrivals, sheds, queued)
+	if got := c.judged(floor); got != calmSojourn {
+		t.Errorf("the window with its %dth arrival: judged %v, want calm", regimeArrivals, got)
 	}
 }

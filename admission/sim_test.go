@@ -26,8 +26,8 @@ type flowSpec struct {
 	// deadline, when set, is each request's budget from its arrival.
 	deadline time.Duration
 	// from, when set, is how far into the run the waits recorded begin:
-	// an overload's onset is calm to CoDel (see codel), its queue
-	// waiting up to 250 ms for the first half second.
+	// an overload's onset may be calm to CoDel for a window or two (see
+	// codel), its queue waiting up to 250 ms.
 	from time.Duration
 }
 
