@@ -99,7 +99,11 @@ type Options struct {
 	// slower ones the Controller raises it to what the queue's own
 	// randomness makes stand, from the mean service time S and the limit
 	// N: S x max(12/N, 2 sqrt(12/N)), about twelve requests' worth with
-	// few slots, under one service time with sixty.
+	// few slots, under one service time with sixty. That threshold holds
+	// under overload (in the last 100 ms, more than a fifth of the
+	// arrivals shed, or two fifths not admitted); otherwise, at or below
+	// capacity, a queue stands only past 250 ms, so that a queue left by
+	// chance or by a stall is served rather than shed.
 	CoDelTarget time.Duration
 
 	// CoDelInterval is CoDel's window. Zero means 100 ms.
