@@ -820,7 +820,7 @@ func (c *Controller) Stats() Stats {
 	}
 	if c.codel != nil {
 		c.mu.Lock()
-		st.TolerateUntil = c.tolerateUntil
+		st.TolerateUntil, st.TolerateBound = c.tolerateUntil, c.tolerateBound
 		c.mu.Unlock()
 	}
 	return st

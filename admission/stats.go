@@ -33,6 +33,8 @@ type Stats struct {
 	// TolerateUntil is the end of the last Tolerate, past or to come;
 	// zero when there was none (or no CoDel).
 	TolerateUntil time.Time `json:"tolerateUntil,omitzero"`
+	// TolerateBound is the wait the last Tolerate allowed until then.
+	TolerateBound time.Duration `json:"tolerateBound,omitzero"`
 }
 
 // ShedCounts counts shed requests, indexed by Reason. It is an array, so a

@@ -97,6 +97,9 @@ func TestTolerateQueuesThroughAPlannedDip(t *testing.T) {
 		if got := c.Stats().TolerateUntil; !got.Equal(until) {
 			t.Errorf("Stats().TolerateUntil = %v; want %v", got, until)
 		}
+		if got := c.Stats().TolerateBound; got != time.Second {
+			t.Errorf("Stats().TolerateBound = %v; want 1s", got)
+		}
 	})
 	// Ended (a zero time) before the dip: shed again.
 	synctest.Test(t, func(t *testing.T) {

@@ -295,10 +295,12 @@ func (a *App) rollWorkers(ctx context.Context, sup *supervisor.Supervisor, newSp
 // planned, passing dip rather than shed it (admission.Controller.Tolerate):
 // requests wait up to rollQueueBound (or the queue timeout, if shorter),
 // in order, from the restart's start until rollGrace after its end, while
-// the last successor warms up. rollTolerance bounds a restart that never
-// ends.
+// the last successor warms up. Half a second, not more: a request served
+// after the longest wait must still render within a client's patience
+// (a second is a common timeout), or the wait bought only a wasted render.
+// rollTolerance bounds a restart that never ends.
 const (
-	rollQueueBound = time.Second
+	rollQueueBound = 500 * time.Millisecond
 	rollGrace      = 2 * time.Second
 	rollTolerance  = time.Hour
 )

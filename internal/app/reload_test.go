@@ -371,3 +371,29 @@ func BenchmarkLive(b *testing.B) {
 		}
 	})
 }
+
+// A rolling restart's queue allowance is half a second, or the queue
+// timeout if shorter: a request served after the longest wait still
+// renders within a client's second.
+func TestRollToleranceFitsAClientSecond(t *testing.T) {
+	for _, tt := range []struct {
+		queueTimeout string
+		want         time.Duration
+	}{
+		{"5s", 500 * time.Millisecond},
+		{"200ms", 200 * time.Millisecond},
+	} {
+		path := writeConfig(t, strings.Replace(reloadBase, `server: {listen: "127.0.0.1:0"}`,
+			`server: {listen: "127.0.0.1:0", backpressure: {queueTimeout: `+tt.queueTimeout+`}}`, 1))
+		s, _ := reloadService(t, path)
+		before := time.Now()
+		s.tolerateRoll(time.Minute)
+		st := s.ctrl.Stats()
+		if st.TolerateBound != tt.want {
+			t.Errorf("queueTimeout %s: a roll tolerates waits of %v, want %v", tt.queueTimeout, st.TolerateBound, tt.want)
+		}
+		if !st.TolerateUntil.After(before.Add(59 * time.Second)) {
+			t.Errorf("queueTimeout %s: tolerated until %v, want a minute from %v", tt.queueTimeout, st.TolerateUntil, before)
+		}
+	}
+}
