@@ -134,19 +134,21 @@ type codel struct {
 func (c *codel) due(now time.Time) bool { return !now.Before(c.windowEnd) }
 
 // roll ends the regime window at now, given the Controller's counts so
-// far: its arrivals (admitted, shed or queued), its sheds for overload
-// (see Controller.overloadSheds), and its queue now. Over the window,
-// the sheds and the queue's growth are what arrived and was not
+// far: its arrivals (admitted, shed, given up or queued), its sheds for
+// overload (see Controller.overloadSheds), and its queue now. Over the
+// window, the sheds and the queue's growth are what arrived and was not
 // admitted. A window with fewer than regimeArrivals arrivals goes on.
 func (c *codel) roll(now time.Time, arrivals, sheds uint64, queued int) {
 	if !c.windowEnd.IsZero() {
-		n := float64(arrivals - c.arrivals)
+		// Signed: a waiter that gave up leaves the queue an instant before
+		// it is counted as cancelled, so the counts may step back by one.
+		n := int64(arrivals - c.arrivals)
 		if n < regimeArrivals {
 			return
 		}
 		shed := float64(sheds - c.sheds)
 		excess := shed + float64(queued-c.queued)
-		c.overloaded = shed > shedShare*n || excess > excessShare*n
+		c.overloaded = shed > shedShare*float64(n) || excess > excessShare*float64(n)
 	}
 	c.arrivals, c.sheds, c.queued = arrivals, sheds, queued
 	c.windowEnd = now.Add(regimeWindow)

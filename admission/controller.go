@@ -767,10 +767,10 @@ func (c *Controller) Close() {
 	c.wg.Wait()
 }
 
-// arrivals is every request decided so far: admitted or shed (not those
-// queued).
+// arrivals is every request decided so far: admitted, shed, or given up
+// by its caller while queued (not those still queued).
 func (c *Controller) arrivals() uint64 {
-	n := c.admitted.Load() + c.fastAdmittedTotal()
+	n := c.admitted.Load() + c.fastAdmittedTotal() + c.cancelled.Load()
 	for i := range c.shedCount {
 		n += c.shedCount[i].Load()
 	}

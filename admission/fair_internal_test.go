@@ -1,9 +1,13 @@
 package admission
 
 import (
+	"context"
 	"strconv"
 	"testing"
+	"testing/synctest"
 	"time"
+
+	"github.com/sluicehq/sluice/limit"
 )
 
 // A flood of distinct tenant keys cannot grow the queue's tenant table:
@@ -190,4 +194,50 @@ func TestCoDelRegime(t *testing.T) {
 	if got := c.judged(floor); got != calmSojourn {
 		t.Errorf("the window with its %dth arrival: judged %v, want calm", regimeArrivals, got)
 	}
+	// A waiter leaves the queue an instant before it is counted as given
+	// up: the counts step back by one, and the window goes on.
+	now = now.Add(regimeWindow)
+	c.roll(now, arrivals-1, sheds, queued-1)
+	if got := c.judged(floor); got != calmSojourn {
+		t.Errorf("counts one back: judged %v, want the window not judged (calm)", got)
+	}
+	now = now.Add(regimeWindow)
+	c.roll(now, arrivals+40, sheds+30, queued)
+	if got := c.judged(floor); got != floor {
+		t.Errorf("after the step back, 30 of 40 shed: judged %v, want overloaded", got)
+	}
+}
+
+// The regime's arrivals count every request once: admitted, shed, or
+// given up by its caller while queued.
+func TestArrivalsCountEveryRequest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, err := New(Options{Limit: limit.NewFixed(1), QueueSize: 10, CoDelTarget: 5 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		held, err := c.Acquire(context.Background(), Request{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		for range 3 {
+			go func() {
+				if _, err := c.Acquire(ctx, Request{}); err == nil {
+					t.Error("a waiter whose caller gave up was admitted")
+				}
+			}()
+		}
+		synctest.Wait() // all three queued
+		if got := c.Stats().Queued; got != 3 {
+			t.Fatalf("queued %d, want 3", got)
+		}
+		cancel()
+		synctest.Wait()
+		held.Release()
+		if got := c.arrivals(); got != 4 {
+			t.Errorf("arrivals after one admitted and three given up: %d, want 4", got)
+		}
+	})
 }
