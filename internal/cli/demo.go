@@ -236,12 +236,21 @@ func demoMeasure(ctx context.Context, a *app.App, f *demoFlags, stdout, stderr i
 		fmt.Fprintln(stdout, note)
 	}
 	fmt.Fprintln(stdout)
-	return demoTable(stdout, steps, r.names)
+	if err := demoTable(stdout, steps, r.names); err != nil {
+		return err
+	}
+	for _, s := range steps {
+		if note := fellNote(s); note != "" {
+			fmt.Fprintln(stdout, note)
+		}
+	}
+	return nil
 }
 
 // demoStep is one step of the ramp: the load offered, the capacity it was
 // set against, and what each system made of it.
 type demoStep struct {
+	multiple float64 // of the capacity
 	phase    loadgen.Phase
 	capacity float64
 	// after is the median of the windows measured after the step (before
@@ -289,7 +298,7 @@ func (r *demoRamp) run(ctx context.Context, stderr io.Writer) ([]demoStep, error
 		if i > 0 {
 			steps[i-1].after = quantile(rates, 0.5)
 		}
-		st := demoStep{capacity: r.capacity.estimate(capacityQuantile(m)), stats: make([]loadgen.Stats, len(r.urls))}
+		st := demoStep{multiple: m, capacity: r.capacity.estimate(capacityQuantile(m)), stats: make([]loadgen.Stats, len(r.urls))}
 		if st.capacity <= 0 {
 			return nil, fmt.Errorf("capacity measurement: too few renders ended within the last %d windows of %v to say", windowsKept, capacityWindow)
 		}
@@ -329,6 +338,19 @@ func stepOrder(m float64, systems int) []int {
 		slices.Reverse(order)
 	}
 	return order
+}
+
+// fellNote says, of a step at or below capacity, when the workers
+// sustained a tenth less after it than it offered (the measurement's own
+// spread is about that): their capacity fell during the step, which was
+// then an overload for every system, and its sheds are no measure of what
+// sluice does at capacity. "" otherwise.
+func fellNote(s demoStep) string {
+	if s.multiple > 1 || s.after <= 0 || s.after >= 0.9*s.phase.Rate {
+		return ""
+	}
+	return fmt.Sprintf("note: at %s the workers sustained %.0f/s after the step, a tenth or more under the %.0f/s it offered: their capacity fell during it, and the step was an overload for both systems",
+		s.phase.Name, s.after, s.phase.Rate)
 }
 
 // busyNote warns, when the load average is above the CPUs, that other

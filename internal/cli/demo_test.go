@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/loadgen"
 )
 
 // The demo says when its figures are those of a shared machine, rather
@@ -24,6 +26,13 @@ func TestDemoNotes(t *testing.T) {
 		{"capacity steady", noisyNote(150, 180), ""},
 		{"capacity moved", noisyNote(36, 160), "capacity moved between 36 and 160 renders/s"},
 		{"no capacity", noisyNote(0, 0), ""},
+		{"capacity held at 1x", fellNote(demoStep{multiple: 1, phase: loadgen.Phase{Name: "1x", Rate: 143}, after: 150}), ""},
+		{"within the measurement's spread", fellNote(demoStep{multiple: 1, phase: loadgen.Phase{Name: "1x", Rate: 120}, after: 118}), ""},
+		{"capacity fell at 1x", fellNote(demoStep{multiple: 1, phase: loadgen.Phase{Name: "1x", Rate: 143}, after: 118}),
+			"note: at 1x the workers sustained 118/s after the step, a tenth or more under the 143/s it offered"},
+		{"capacity fell at 0.5x", fellNote(demoStep{multiple: 0.5, phase: loadgen.Phase{Name: "0.5x", Rate: 70}, after: 60}), "at 0.5x the workers sustained 60/s"},
+		{"past capacity it is meant to", fellNote(demoStep{multiple: 2, phase: loadgen.Phase{Name: "2x", Rate: 300}, after: 150}), ""},
+		{"the last step, nothing after", fellNote(demoStep{multiple: 1, phase: loadgen.Phase{Name: "1x", Rate: 143}}), ""},
 	} {
 		if tt.want == "" && tt.got != "" || !strings.Contains(tt.got, tt.want) {
 			t.Errorf("%s: got %q, want %q", tt.name, tt.got, tt.want)
