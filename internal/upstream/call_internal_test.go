@@ -136,6 +136,57 @@ func TestCallSent(t *testing.T) {
 	}
 }
 
+// A request the worker read before dying is Reached at every instant
+// after, also while its failed connection is being closed: a worker's
+// death reported then (the proxy asks Reached which requests a dead worker
+// held) must count it.
+func TestCallReachedWhileFailedConnectionCloses(t *testing.T) {
+	closing, resume := make(chan struct{}), make(chan struct{})
+	dial := scriptedDial(t, "read-close")
+	cl := testClient(func(ctx context.Context, n, a string) (net.Conn, error) {
+		nc, err := dial(ctx, n, a)
+		if err != nil {
+			return nil, err
+		}
+		return &heldClose{Conn: nc, closing: closing, resume: resume}, nil
+	})
+	defer cl.CloseIdle()
+	c := new(Call)
+	req, _ := http.NewRequest(http.MethodPost, "http://w/x", strings.NewReader("x"))
+	done := make(chan error, 1)
+	go func() {
+		_, err := cl.RoundTrip(c, req)
+		done <- err
+	}()
+	<-closing // the worker read the request and died; its connection is being closed
+	if !c.Reached() {
+		t.Error("Reached() = false while the failed connection closes; want true: the worker read the request")
+	}
+	close(resume)
+	if err := <-done; err == nil {
+		t.Error("RoundTrip succeeded; want the worker's failure")
+	}
+	if !c.Sent() {
+		t.Error("Sent() = false after the worker read the request")
+	}
+}
+
+// heldClose closes only once the test lets it: the instant between a
+// failed connection being let go and closed, held open.
+type heldClose struct {
+	net.Conn
+	closing, resume chan struct{}
+	once            sync.Once
+}
+
+func (c *heldClose) Close() error {
+	c.once.Do(func() {
+		close(c.closing)
+		<-c.resume
+	})
+	return c.Conn.Close()
+}
+
 // closeAfterWrite writes, then closes the connection: a worker that died
 // of the request.
 type closeAfterWrite struct{ net.Conn }

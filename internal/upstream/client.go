@@ -214,12 +214,19 @@ func (cl *Client) receive(c *Call, wc *conn, req *http.Request, werr error, wdon
 		resp.Body = &respBody{cl: cl, c: c, wc: wc, body: resp.Body, keep: keep, wdone: wdone}
 		return resp, false, nil
 	}
+	// Sent before the connection is let go: a request off its connection
+	// and not yet marked sent would not be Reached, and a death of the
+	// worker reported in that instant would not count it among the
+	// requests the worker held.
+	if wc.c.written.Load() != w0 {
+		c.markSent()
+	}
 	cl.release(c, wc, false)
 	if wdone != nil {
 		werr = <-wdone // the connection is closed: the writer has stopped
 	}
 	if wc.c.written.Load() != w0 {
-		c.markSent()
+		c.markSent() // what the writer running apart wrote before it stopped
 	}
 	if err := c.Err(); err != nil {
 		return nil, false, err
