@@ -39,14 +39,7 @@ type simResult struct {
 
 func (r *simResult) successRatio() float64 { return float64(r.served) / float64(r.offered) }
 
-func (r *simResult) waitQuantile(q float64) time.Duration {
-	if len(r.waits) == 0 {
-		return 0
-	}
-	w := slices.Clone(r.waits)
-	slices.Sort(w)
-	return w[min(len(w)-1, int(q*float64(len(w))))]
-}
+func (r *simResult) waitQuantile(q float64) time.Duration { return quantile(r.waits, q) }
 
 // simulate runs flows for d and returns results per flow name. It must be
 // called inside a synctest bubble.
