@@ -55,6 +55,50 @@ func TestNodeSetups(t *testing.T) {
 	}
 }
 
+func TestNodePass(t *testing.T) {
+	tests := []struct {
+		ns         nodeSetup
+		sweepFirst bool
+		want       int
+	}{
+		{nodeSetup{name: SetupSluice, family: NodeFamilySluice}, true, passMain},
+		{nodeSetup{name: HopBaseline, family: nodeFamilyBaseline}, true, passMain},
+		{nodeSetup{name: HAProxyMaxConnSetup(1), family: NodeFamilyHAProxy, concurrency: 1}, true, passMain},
+		{nodeSetup{name: FixedSetup(32), family: NodeFamilyFixed, concurrency: 32}, true, passSweep},
+		{nodeSetup{name: FixedSetup(32), family: NodeFamilyFixed, concurrency: 32}, false, passMain},
+		{nodeSetup{name: SetupRoundRobin, family: NodeFamilyRoundRobin}, true, passLast},
+		{nodeSetup{name: SetupRoundRobin, family: NodeFamilyRoundRobin}, false, passLast},
+	}
+	for _, tt := range tests {
+		if got := nodePass(tt.ns, tt.sweepFirst); got != tt.want {
+			t.Errorf("nodePass(%s, sweepFirst %v): got pass %d, want %d", tt.ns.name, tt.sweepFirst, got, tt.want)
+		}
+	}
+	if !(passSweep < passMain && passMain < passLast && passLast < nodePasses) {
+		t.Errorf("passes run sweep %d, main %d, last %d: want the sweep first and the setup without admission last", passSweep, passMain, passLast)
+	}
+}
+
+func TestTurns(t *testing.T) {
+	a, b, c := &target{name: "a"}, &target{name: "b"}, &target{name: "c"}
+	targets := []*target{a, b, c}
+	order := func(ts []*target) string {
+		var s string
+		for _, t := range ts {
+			s += t.name
+		}
+		return s
+	}
+	for point, want := range []string{"abc", "cba", "abc", "cba"} {
+		if got := order(turns(targets, point)); got != want {
+			t.Errorf("point %d: got order %s, want %s", point, got, want)
+		}
+	}
+	if got := order(targets); got != "abc" {
+		t.Errorf("turns reordered its argument: %s", got)
+	}
+}
+
 func TestNodeWorkloadsAreScenarios(t *testing.T) {
 	for _, w := range NodeWorkloads() {
 		if !slices.Contains(Scenarios(), w.Scenario) || !IsNodeScenario(w.Scenario) {

@@ -56,8 +56,9 @@ type nodeFile struct {
 
 // nodeScenario runs workload w: two fresh Node.js workers, their capacity,
 // then every setup at each of NodeMultiples in each client mode, setups
-// interleaved at each point; then, if asked, nginx -> HAProxy at the
-// sweep's best N over the same points; then the setup without admission.
+// interleaved at each point (the fixed sweep first, in a pass of its own,
+// when nginx -> HAProxy is to run at its best N beside the others); then
+// the setup without admission.
 func (s *Suite) nodeScenario(ctx context.Context, w NodeWorkload) error {
 	if (w.Scenario == ScenarioNodeReact || w.Scenario == ScenarioNodeReactQuiet) && s.o.NodeReactItems != 0 {
 		w.Items = max(s.o.NodeReactItems, 0)
@@ -99,48 +100,86 @@ func (s *Suite) nodeScenario(ctx context.Context, w NodeWorkload) error {
 // nodeRuns starts every setup of the Node.js scenario with start and
 // offers each the scenario's loads; the sweep's best fixed concurrency goes
 // into info.
+//
+// Where HAProxy is to run at the sweep's best N, the sweep runs first, in
+// a pass of its own: then HAProxy at N takes its turns beside sluice at
+// each point, as every comparison the tables make does, rather than
+// minutes after it on a machine whose capacity may have moved since.
 func (s *Suite) nodeRuns(ctx context.Context, w NodeWorkload, info *NodeInfo, start func(nodeSetup) (*target, error)) ([]*RunResult, error) {
 	haproxy := s.o.NginxBin != "" && s.o.HAProxyBin != ""
-	// The setup without admission buries the workers at 2x and beyond:
-	// they stop answering even the health checks of the other fronts
-	// (sluice then drops and re-adds them) and are restarted. It runs in
-	// a pass of its own, last, so that it leaves no mark on the others.
-	var targets, last []*target
+	sweepFirst := w.HAProxyBest && haproxy && slices.Contains(s.o.NodeSetups, NodeFamilyHAProxy)
+	var passes [nodePasses][]*target
 	for _, ns := range nodeSetups(w, s.o.NodeSetups, haproxy, s.o.HopBaseline != "") {
 		t, err := start(ns)
 		if err != nil {
 			return nil, err
 		}
-		if ns.family == NodeFamilyRoundRobin {
-			last = append(last, t)
-		} else {
-			targets = append(targets, t)
-		}
+		p := nodePass(ns, sweepFirst)
+		passes[p] = append(passes[p], t)
 	}
-	runs, err := s.nodeLoads(ctx, w, targets)
-	if err != nil {
+	var runs []*RunResult
+	load := func(targets []*target) error {
+		more, err := s.nodeLoads(ctx, w, targets)
+		runs = append(runs, more...)
+		return err
+	}
+	if err := load(passes[passSweep]); err != nil {
 		return nil, err
 	}
-	if n, ok := bestFixed(runs, w.Fixed); ok {
-		info.BestFixed = n
-		s.log.Info("the sweep's best fixed concurrency", "scenario", w.Scenario, "n", n)
-		if w.HAProxyBest && n > 1 && haproxy && slices.Contains(s.o.NodeSetups, NodeFamilyHAProxy) {
+	if sweepFirst {
+		if n := s.noteBestFixed(w, runs, info); n > 1 {
 			t, err := start(nodeSetup{name: HAProxyMaxConnSetup(n), family: NodeFamilyHAProxy, concurrency: n})
 			if err != nil {
 				return nil, err
 			}
-			more, err := s.nodeLoads(ctx, w, []*target{t})
-			if err != nil {
-				return nil, err
-			}
-			runs = append(runs, more...)
+			passes[passMain] = append(passes[passMain], t)
 		}
 	}
-	more, err := s.nodeLoads(ctx, w, last)
-	if err != nil {
+	if err := load(passes[passMain]); err != nil {
 		return nil, err
 	}
-	return append(runs, more...), nil
+	if !sweepFirst {
+		s.noteBestFixed(w, runs, info)
+	}
+	if err := load(passes[passLast]); err != nil {
+		return nil, err
+	}
+	return runs, nil
+}
+
+// noteBestFixed puts the sweep's best fixed concurrency among runs into
+// info and returns it; 0 if no sweep setup ran.
+func (s *Suite) noteBestFixed(w NodeWorkload, runs []*RunResult, info *NodeInfo) int {
+	n, ok := bestFixed(runs, w.Fixed)
+	if !ok {
+		return 0
+	}
+	info.BestFixed = n
+	s.log.Info("the sweep's best fixed concurrency", "scenario", w.Scenario, "n", n)
+	return n
+}
+
+// The passes of a Node.js scenario, in the order they run.
+const (
+	passSweep = iota // the fixed sweep, when HAProxy is to run at its best N
+	passMain         // every other setup, taking turns at each point
+	passLast         // the setup without admission
+	nodePasses
+)
+
+// nodePass returns the pass setup ns runs in. The setup without admission
+// buries the workers at 2x and beyond: they stop answering even the
+// health checks of the other fronts (sluice then drops and re-adds them)
+// and are restarted. It runs last, so that it leaves no mark on the
+// others.
+func nodePass(ns nodeSetup, sweepFirst bool) int {
+	switch {
+	case ns.family == NodeFamilyRoundRobin:
+		return passLast
+	case ns.family == NodeFamilyFixed && sweepFirst:
+		return passSweep
+	}
+	return passMain
 }
 
 // stopNode stops a Node.js scenario's fronts and workers and forgets
@@ -221,13 +260,15 @@ func (s *Suite) startNodeSetup(ctx context.Context, w NodeWorkload, ns nodeSetup
 }
 
 // nodeLoads offers each of NodeMultiples to every target, in each client
-// mode, one constant phase each; at each point the targets take turns, so
-// that a noisy minute does not fall on one setup alone.
+// mode, one constant phase each; at each point the targets take turns
+// (in the order turns gives), so that a noisy minute does not fall on one
+// setup alone.
 func (s *Suite) nodeLoads(ctx context.Context, w NodeWorkload, targets []*target) ([]*RunResult, error) {
 	var runs []*RunResult
+	point := 0
 	for _, ka := range s.o.KeepAlive {
 		for _, m := range NodeMultiples() {
-			for _, t := range targets {
+			for _, t := range turns(targets, point) {
 				r, err := s.run(ctx, w.Scenario, multipleName(m), m, t, ka, 0, stream{
 					query:  w.Query,
 					phases: []loadgen.Phase{{Name: multipleName(m), Rate: m * t.cap10, Duration: s.o.Phase}},
@@ -240,9 +281,24 @@ func (s *Suite) nodeLoads(ctx context.Context, w NodeWorkload, targets []*target
 				}
 				runs = append(runs, r)
 			}
+			point++
 		}
 	}
 	return runs, nil
+}
+
+// turns returns the order in which targets take their turns at the
+// point-th point: as listed at even points, the reverse at odd ones. A
+// setup that always went first would always meet the workers straight
+// after the quiet wait, and one that always went last, straight after
+// another setup's overload; alternating spreads both over every setup.
+func turns(targets []*target, point int) []*target {
+	if point%2 == 0 {
+		return targets
+	}
+	r := slices.Clone(targets)
+	slices.Reverse(r)
+	return r
 }
 
 // workerLimits reads the per-worker concurrency limits from sluice's admin
