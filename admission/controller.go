@@ -129,6 +129,10 @@ type Controller struct {
 	codel  *codel     // nil: disabled
 	lifo   bool
 	closed bool
+	// autoQueue sizes q to the service (Options.QueueSize zero; see
+	// autoQueueSize); otherwise its size is queueSize.
+	autoQueue bool
+	queueSize int
 	// Until tolerateUntil, CoDel judges no sojourn under tolerateBound
 	// standing (see Tolerate).
 	tolerateUntil time.Time
@@ -163,8 +167,13 @@ func newController(o Options, maxShift uint32) (*Controller, error) {
 		maxShift:      maxShift,
 		stop:          make(chan struct{}),
 	}
-	if o.QueueSize > 0 {
-		c.q = newFairQueue(o.QueueSize, o.MaxQueuedPerTenant, o.MinShare, o.TenantWeight)
+	if o.QueueSize >= 0 {
+		c.autoQueue, c.queueSize = o.QueueSize == 0, o.QueueSize
+		size := o.QueueSize
+		if c.autoQueue {
+			size = autoQueueMin
+		}
+		c.q = newFairQueue(size, o.MaxQueuedPerTenant, o.MinShare, o.TenantWeight)
 		if o.MaxTrackedTenants > 0 {
 			c.q.known.init(o.MaxTrackedTenants)
 		}
@@ -508,6 +517,9 @@ func (c *Controller) waitBound(req Request, now time.Time) (time.Duration, Reaso
 // request the queue displaces to make room is shed. REQUIRES c.mu held.
 func (c *Controller) enqueueLocked(req Request, cost int64, now time.Time) (*waiter, error) {
 	w := &waiter{req: req, cost: cost, enqueued: now, ready: make(chan struct{})}
+	if c.autoQueue {
+		c.q.setMax(autoQueueSize(c.service(), limitOf(c.state.Load())))
+	}
 	victim, why, refused := c.q.push(w)
 	if refused != ReasonNone {
 		return nil, c.shed(refused)
@@ -640,7 +652,7 @@ func (c *Controller) dispatchLocked() {
 			// age unseen behind the other tenants' fresh requests, the
 			// fair order putting them first.
 			victim := c.q.dropCandidate()
-			service := time.Duration(math.Float64frombits(c.latency.Load()))
+			service := c.service()
 			if c.codel.due(now) {
 				queued := c.q.len()
 				c.codel.roll(now, c.arrivals()+uint64(queued), c.overloadSheds(), queued)
@@ -666,6 +678,34 @@ func (c *Controller) dispatchLocked() {
 		}
 		c.finishLocked(w, nil)
 	}
+}
+
+// service returns the smoothed service time of completed requests; 0
+// before the first.
+func (c *Controller) service() time.Duration {
+	return time.Duration(math.Float64frombits(c.latency.Load()))
+}
+
+// The bounds of an auto-sized queue (Options.QueueSize zero).
+const (
+	autoQueueMin = 100
+	autoQueueMax = 4096
+	// autoQueueSpan is the service an auto-sized queue holds: twice the
+	// sojourn a queue may stand to at or below capacity, so that the
+	// count never binds before the sojourn rules.
+	autoQueueSpan = 2 * calmSojourn
+)
+
+// autoQueueSize returns the size of an auto-sized queue: what slots serve
+// in autoQueueSpan at service time a request (Little's law), within
+// autoQueueMin and autoQueueMax; autoQueueMin before a service time is
+// known.
+func autoQueueSize(service time.Duration, slots int64) int {
+	if service <= 0 {
+		return autoQueueMin
+	}
+	n := float64(slots) * float64(autoQueueSpan) / float64(service)
+	return int(min(max(n, autoQueueMin), autoQueueMax))
 }
 
 // Tolerate makes CoDel, until the time given, judge no queue standing
@@ -814,6 +854,10 @@ func (c *Controller) Stats() Stats {
 	}
 	if c.q != nil {
 		st.Queued = int(c.q.size.Load())
+		st.QueueBound = c.queueSize
+		if c.autoQueue {
+			st.QueueBound = autoQueueSize(st.Latency, limitOf(s))
+		}
 	}
 	for r := ReasonQueueFull; r < numReasons; r++ {
 		st.Shed[r] = c.shedCount[r].Load()

@@ -113,6 +113,10 @@ func (q *fairQueue) flowOf(cl *fairClass, tenant string) *flow {
 	return cl.newcomers
 }
 
+// setMax changes the queue's bound to n. Requests already queued past a
+// lower bound stay; the next push finds the queue full until they drain.
+func (q *fairQueue) setMax(n int) { q.max = n }
+
 // push queues w. When the queue is full it makes room by taking out
 // victim, to be shed with why (see victimFor); refused is the reason w
 // itself is shed instead (ReasonNone: w is queued).

@@ -241,3 +241,23 @@ func TestArrivalsCountEveryRequest(t *testing.T) {
 		}
 	})
 }
+
+func TestAutoQueueSize(t *testing.T) {
+	tests := []struct {
+		service time.Duration
+		slots   int64
+		want    int
+	}{
+		{0, 64, autoQueueMin},                      // no service time yet
+		{150 * time.Millisecond, 66, 220},          // async workers: 440/s for half a second
+		{6 * time.Millisecond, 2, 166},             // two renderers of 6 ms
+		{30 * time.Millisecond, 2, autoQueueMin},   // slow renderers: the floor
+		{time.Millisecond, 8, 4000},                // a fast API on eight CPUs
+		{100 * time.Microsecond, 64, autoQueueMax}, // the cap on memory
+	}
+	for _, tt := range tests {
+		if got := autoQueueSize(tt.service, tt.slots); got != tt.want {
+			t.Errorf("autoQueueSize(%v, %d): got %d, want %d", tt.service, tt.slots, got, tt.want)
+		}
+	}
+}

@@ -21,9 +21,20 @@ type Options struct {
 	// once every SampleWindow.
 	Limit limit.Algorithm
 
-	// QueueSize bounds the number of waiting requests. Zero means 100;
-	// negative means no queue: a request over the limit is shed at once
-	// with ReasonLimit.
+	// QueueSize bounds the number of waiting requests: a request that
+	// finds the queue full is shed with ReasonQueueFull (or displaces a
+	// less important one). Negative means no queue: a request over the
+	// limit is shed at once with ReasonLimit.
+	//
+	// Zero means sized to the service: as many requests as the slots serve
+	// in half a second (the limit over the smoothed service time, by
+	// Little's law), at least 100 and at most 4,096, re-read at each
+	// request queued. A fixed count is a bound on time only at one
+	// throughput: 100 requests are 300 ms at 330 a second but 50 ms at
+	// 2,000, and a count bound that binds before the sojourn rules (CoDel's
+	// 250 ms at or below capacity) sheds bursts that the slots would have
+	// served. Half a second is twice that: the count bounds memory, the
+	// sojourn rules decide; Stats.QueueBound shows the bound in force.
 	QueueSize int
 
 	// QueueTimeout bounds how long a request waits for a slot before it is
@@ -157,9 +168,6 @@ func (o Options) Validate() error {
 
 // withDefaults returns o with every zero field replaced by its default.
 func (o Options) withDefaults() Options {
-	if o.QueueSize == 0 {
-		o.QueueSize = 100
-	}
 	if o.QueueTimeout == 0 {
 		o.QueueTimeout = 5 * time.Second
 	}

@@ -16,6 +16,9 @@ type Stats struct {
 	Inflight int `json:"inflight"`
 	// Queued is the number of requests waiting for a slot.
 	Queued int `json:"queued"`
+	// QueueBound is the most that may wait: Options.QueueSize, or for a
+	// queue sized to the service the size it has now. Zero: no queue.
+	QueueBound int `json:"queueBound"`
 	// Saturation is the last value of the saturation signal in [0, 1], or -1
 	// when the controller has no signal or it has no value yet.
 	Saturation float64 `json:"saturation"`

@@ -84,9 +84,9 @@ type Collector struct {
 	src    Source
 	bounds []float64 // bucket upper bounds in seconds
 
-	limit, inflight, queued, saturation, latency *prometheus.Desc
-	admitted, admittedAfterWait, cancelled, shed *prometheus.Desc
-	queueWait, service                           *prometheus.Desc
+	limit, inflight, queued, queueCapacity, saturation, latency *prometheus.Desc
+	admitted, admittedAfterWait, cancelled, shed                *prometheus.Desc
+	queueWait, service                                          *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*Collector)(nil)
@@ -109,6 +109,7 @@ func New(src Source, o Options) *Collector {
 		limit:             desc("limit", "Concurrency limit in force."),
 		inflight:          desc("inflight", "Admission slots in use."),
 		queued:            desc("queued", "Requests waiting for a slot."),
+		queueCapacity:     desc("queue_capacity", "Requests that may wait for a slot: the queue's size in force (0: no queue)."),
 		saturation:        desc("saturation_ratio", "Last value of the saturation signal, in [0, 1]."),
 		latency:           desc("latency_ewma_seconds", "Smoothed (EWMA) service time of completed requests."),
 		admitted:          desc("admitted_total", "Requests admitted, queued or not."),
@@ -131,7 +132,7 @@ func New(src Source, o Options) *Collector {
 
 // Describe sends every metric's description.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.limit, c.inflight, c.queued, c.saturation, c.latency,
+	for _, d := range []*prometheus.Desc{c.limit, c.inflight, c.queued, c.queueCapacity, c.saturation, c.latency,
 		c.admitted, c.admittedAfterWait, c.cancelled, c.shed, c.queueWait, c.service} {
 		ch <- d
 	}
@@ -149,6 +150,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.limit, float64(s.Limit))
 	gauge(c.inflight, float64(s.Inflight))
 	gauge(c.queued, float64(s.Queued))
+	gauge(c.queueCapacity, float64(s.QueueBound))
 	if s.Saturation >= 0 {
 		gauge(c.saturation, s.Saturation)
 	}

@@ -87,7 +87,7 @@ func TestCollectorExportsStatsAndHistograms(t *testing.T) {
 	mfs := gather(t, c, promadmission.Options{})
 	want := map[string]string{
 		"sluice_limit": "GAUGE", "sluice_inflight": "GAUGE",
-		"sluice_queued": "GAUGE", "sluice_latency_ewma_seconds": "GAUGE",
+		"sluice_queued": "GAUGE", "sluice_queue_capacity": "GAUGE", "sluice_latency_ewma_seconds": "GAUGE",
 		"sluice_admitted_total": "COUNTER", "sluice_admitted_after_wait_total": "COUNTER",
 		"sluice_cancelled_total": "COUNTER", "sluice_shed_total": "COUNTER",
 		"sluice_queue_wait_seconds": "HISTOGRAM", "sluice_service_time_seconds": "HISTOGRAM",

@@ -35,6 +35,7 @@ func TestCollector(t *testing.T) {
 		Limit:             40,
 		Inflight:          12,
 		Queued:            3,
+		QueueBound:        220,
 		Saturation:        0.25,
 		Latency:           1500 * time.Millisecond,
 		Admitted:          1000,
@@ -48,6 +49,7 @@ func TestCollector(t *testing.T) {
 		"sluice_limit":                     "40",
 		"sluice_inflight":                  "12",
 		"sluice_queued":                    "3",
+		"sluice_queue_capacity":            "220",
 		"sluice_saturation_ratio":          "0.25",
 		"sluice_latency_ewma_seconds":      "1.5",
 		"sluice_admitted_total":            "1000",
@@ -63,7 +65,7 @@ func TestCollector(t *testing.T) {
 	diff(t, "value of", values, wantValues)
 
 	wantTypes := map[string]string{}
-	for _, g := range []string{"limit", "inflight", "queued", "saturation_ratio", "latency_ewma_seconds"} {
+	for _, g := range []string{"limit", "inflight", "queued", "queue_capacity", "saturation_ratio", "latency_ewma_seconds"} {
 		wantTypes["sluice_"+g] = "gauge"
 	}
 	for _, c := range []string{"admitted_total", "admitted_after_wait_total", "cancelled_total", "shed_total"} {

@@ -14,6 +14,7 @@ var MetricNames = []string{
 	"sluice_limit",
 	"sluice_inflight",
 	"sluice_queued",
+	"sluice_queue_capacity",
 	"sluice_saturation_ratio",
 	"sluice_latency_ewma_seconds",
 	"sluice_admitted_total",

@@ -48,7 +48,7 @@ func ControllerOptions(cfg *config.Config, sig limit.Signal, log *slog.Logger) (
 func queueOptions(cfg *config.Config, log *slog.Logger) admission.Options {
 	bp := cfg.Server.Backpressure
 	o := admission.Options{
-		QueueSize:          none(bp.QueueSize),
+		QueueSize:          queueSize(bp.QueueSize),
 		QueueTimeout:       none(bp.QueueTimeout),
 		MaxSaturation:      bp.SaturationMax,
 		SampleWindow:       bp.SampleWindow,
@@ -63,6 +63,15 @@ func queueOptions(cfg *config.Config, log *slog.Logger) admission.Options {
 		o.CoDelTarget, o.CoDelInterval = cfg.Overload.CoDel.Target, cfg.Overload.CoDel.Interval
 	}
 	return o
+}
+
+// queueSize is server.backpressure.queueSize as the Controller's: its
+// auto is the Controller's zero, its 0 (no queue) a negative size.
+func queueSize(q config.QueueSize) int {
+	if q == config.QueueSizeAuto {
+		return 0
+	}
+	return int(none(q))
 }
 
 // maxInFlight is server.maxConcurrentRequests as a limit: its "none" is

@@ -30,17 +30,18 @@ func TestControllerOptionsLimits(t *testing.T) {
 		wantLimit int
 		wantQueue int
 	}{
-		{"aimd starts wide open under maxConcurrentRequests", "server: {maxConcurrentRequests: 100, backpressure: {algorithm: aimd}}", 100, 100},
-		{"aimd without a static ceiling starts at maxLimit", "server: {maxConcurrentRequests: 0, backpressure: {algorithm: aimd, maxLimit: 500}}", 500, 100},
-		{"gradient starts at 100, not maxLimit", "server: {maxConcurrentRequests: 0, backpressure: {algorithm: gradient}}", 100, 100},
-		{"gradient under a lower ceiling starts at the ceiling", "server: {maxConcurrentRequests: 40, backpressure: {algorithm: gradient}}", 40, 100},
-		{"fixed at initialLimit", "server: {backpressure: {algorithm: fixed, initialLimit: 7}}", 7, 100},
-		{"fixed never above the ceiling", "server: {maxConcurrentRequests: 20, backpressure: {algorithm: fixed, initialLimit: 50}}", 20, 100},
+		{"aimd starts wide open under maxConcurrentRequests", "server: {maxConcurrentRequests: 100, backpressure: {algorithm: aimd}}", 100, 0},
+		{"aimd without a static ceiling starts at maxLimit", "server: {maxConcurrentRequests: 0, backpressure: {algorithm: aimd, maxLimit: 500}}", 500, 0},
+		{"gradient starts at 100, not maxLimit", "server: {maxConcurrentRequests: 0, backpressure: {algorithm: gradient}}", 100, 0},
+		{"gradient under a lower ceiling starts at the ceiling", "server: {maxConcurrentRequests: 40, backpressure: {algorithm: gradient}}", 40, 0},
+		{"fixed at initialLimit", "server: {backpressure: {algorithm: fixed, initialLimit: 7}}", 7, 0},
+		{"fixed never above the ceiling", "server: {maxConcurrentRequests: 20, backpressure: {algorithm: fixed, initialLimit: 50}}", 20, 0},
 		{"backpressure off: the static limit, no queue", "server: {maxConcurrentRequests: 20, backpressure: {enabled: false}}", 20, -1},
 		{"backpressure off and no static limit: no limit", "server: {maxConcurrentRequests: 0, backpressure: {enabled: false}}", admission.MaxLimit, -1},
 		{"queueSize 0 in the file is no queue", "server: {backpressure: {algorithm: aimd, queueSize: 0}}", 100, -1},
-		{"auto (the default) starts at the usable CPUs", "server: {}", autoStart, 100},
-		{"auto at initialLimit", "server: {backpressure: {initialLimit: 50}}", max(50, autoStart), 100},
+		{"a number in the file is a fixed queue", "server: {backpressure: {algorithm: aimd, queueSize: 250}}", 100, 250},
+		{"auto (the default) starts at the usable CPUs", "server: {}", autoStart, 0},
+		{"auto at initialLimit", "server: {backpressure: {initialLimit: 50}}", max(50, autoStart), 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -99,11 +100,11 @@ func TestControllerOptionsFrontMode(t *testing.T) {
 		wantLimit int
 		wantQueue int
 	}{
-		{"upstreams: the default cap on requests in flight", up, 100, 100},
-		{"workers: the default cap on requests in flight", wk, 100, 100},
-		{"maxConcurrentRequests is the cap", wk + "server: {maxConcurrentRequests: 7}", 7, 100},
-		{"no maxConcurrentRequests: no cap but the workers'", wk + "server: {maxConcurrentRequests: 0}", admission.MaxLimit, 100},
-		{"the backpressure algorithm is not the front's", wk + "server: {maxConcurrentRequests: 0, backpressure: {algorithm: fixed, initialLimit: 3, maxLimit: 5}}", admission.MaxLimit, 100},
+		{"upstreams: the default cap on requests in flight", up, 100, 0},
+		{"workers: the default cap on requests in flight", wk, 100, 0},
+		{"maxConcurrentRequests is the cap", wk + "server: {maxConcurrentRequests: 7}", 7, 0},
+		{"no maxConcurrentRequests: no cap but the workers'", wk + "server: {maxConcurrentRequests: 0}", admission.MaxLimit, 0},
+		{"the backpressure algorithm is not the front's", wk + "server: {maxConcurrentRequests: 0, backpressure: {algorithm: fixed, initialLimit: 3, maxLimit: 5}}", admission.MaxLimit, 0},
 		{"backpressure off: no queue", up + "server: {backpressure: {enabled: false}}", 100, -1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

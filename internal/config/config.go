@@ -199,9 +199,10 @@ type Backpressure struct {
 	SampleWindow time.Duration `yaml:"sampleWindow"`
 	// SmoothingFactor is the EWMA weight in (0, 1] of each latency sample.
 	SmoothingFactor float64 `yaml:"smoothingFactor"`
-	// QueueSize bounds the requests waiting for a slot; 0 = no queue (shed
-	// at once when the limit is reached).
-	QueueSize int `yaml:"queueSize"`
+	// QueueSize bounds the requests waiting for a slot: QueueSizeAuto (the
+	// file's "auto", the default) sizes it to the service; a number fixes
+	// it; 0 = no queue (shed at once when the limit is reached).
+	QueueSize QueueSize `yaml:"queueSize"`
 	// QueueTimeout is the longest a request waits in the queue before 503;
 	// 0 = no limit beyond the request's own deadline and CoDel.
 	QueueTimeout time.Duration `yaml:"queueTimeout"`
@@ -307,6 +308,15 @@ func (c Count) Resolve(cpus int) int {
 	}
 	return int(c)
 }
+
+// QueueSize is how many requests may wait for a slot. QueueSizeAuto sizes
+// the queue to the service: as many requests as the slots serve in half a
+// second, from 100 to 4,096 (admission.Options.QueueSize zero). Zero is no
+// queue.
+type QueueSize int
+
+// QueueSizeAuto is the QueueSize written "auto".
+const QueueSizeAuto QueueSize = -1
 
 // Concurrency is how many requests one worker or upstream is given at
 // once. ConcurrencyAuto means adaptive: found at run time, per worker, from
@@ -583,7 +593,7 @@ func Default() *Config {
 				SaturationMax:   0.95,
 				SampleWindow:    time.Second,
 				SmoothingFactor: 0.2,
-				QueueSize:       100,
+				QueueSize:       QueueSizeAuto,
 				QueueTimeout:    5 * time.Second,
 			},
 		},

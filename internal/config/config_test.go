@@ -57,7 +57,7 @@ func TestDefaultMatchesSeed(t *testing.T) {
 		{"backpressure.saturationMax", b.SaturationMax, 0.95},
 		{"backpressure.sampleWindow", b.SampleWindow, time.Second},
 		{"backpressure.smoothingFactor", b.SmoothingFactor, 0.2},
-		{"backpressure.queueSize", b.QueueSize, 100},
+		{"backpressure.queueSize", b.QueueSize, config.QueueSizeAuto},
 		{"backpressure.queueTimeout", b.QueueTimeout, 5 * time.Second},
 		{"admin.listen", c.Admin.Listen, "127.0.0.1:9090"},
 		{"workers", c.Workers, (*config.Workers)(nil)},
@@ -205,6 +205,32 @@ func TestWorkersCount(t *testing.T) {
 		t.Run("bad "+bad, func(t *testing.T) {
 			_, err := config.Parse("w.yaml", []byte("workers:\n  command: node w.js\n  count: "+bad+"\n"))
 			checkOne(t, err, 3, "workers.count", "positive whole number or \"auto\"")
+		})
+	}
+}
+
+func TestQueueSize(t *testing.T) {
+	for _, tc := range []struct {
+		value string
+		want  config.QueueSize
+	}{
+		{"auto", config.QueueSizeAuto},
+		{"0", 0},
+		{"250", 250},
+		{`"250"`, 250},
+		{"1_000", 1000},
+	} {
+		t.Run(tc.value, func(t *testing.T) {
+			cfg := mustParse(t, "server:\n  backpressure:\n    queueSize: "+tc.value+"\n")
+			if got := cfg.Server.Backpressure.QueueSize; got != tc.want {
+				t.Errorf("queueSize: %s: got %d, want %d", tc.value, got, tc.want)
+			}
+		})
+	}
+	for _, bad := range []string{"-1", "many", "1.5", "[2]", "AUTO", `""`, "true", "99999999999"} {
+		t.Run("bad "+bad, func(t *testing.T) {
+			_, err := config.Parse("s.yaml", []byte("server:\n  backpressure:\n    queueSize: "+bad+"\n"))
+			checkOne(t, err, 3, "server.backpressure.queueSize", "whole number (0: no queue) or \"auto\"")
 		})
 	}
 }

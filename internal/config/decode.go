@@ -32,8 +32,9 @@ import (
 const maxNodes = 100_000
 
 var (
-	durationType = reflect.TypeFor[time.Duration]()
-	prefixType   = reflect.TypeFor[netip.Prefix]()
+	durationType  = reflect.TypeFor[time.Duration]()
+	prefixType    = reflect.TypeFor[netip.Prefix]()
+	queueSizeType = reflect.TypeFor[QueueSize]()
 )
 
 // nodeDecoder is implemented by types with a form of their own. decodeNode
@@ -504,6 +505,26 @@ func (c *Concurrency) decodeNode(d *decoder, n *yaml.Node, path string) bool {
 	if i, ok := d.autoOrPositive(n, path); ok {
 		*c = Concurrency(i)
 	}
+	return true
+}
+
+// decodeNode accepts a whole number (0: no queue) or "auto".
+func (q *QueueSize) decodeNode(d *decoder, n *yaml.Node, path string) bool {
+	const want = "a whole number (0: no queue) or \"auto\""
+	if n.Kind != yaml.ScalarNode {
+		d.typeError(n, path, want)
+		return true
+	}
+	if n.ShortTag() == "!!str" && n.Value == "auto" {
+		*q = QueueSizeAuto
+		return true
+	}
+	i, err := strconv.ParseInt(strings.ReplaceAll(n.Value, "_", ""), 10, 64)
+	if tag := n.ShortTag(); (tag != "!!int" && tag != "!!str") || err != nil || i < 0 || i > 1<<20 {
+		d.failf(n.Line, path, "%s is not %s", describe(n), want)
+		return true
+	}
+	*q = QueueSize(i)
 	return true
 }
 

@@ -37,7 +37,7 @@ func (v *validator) safety(c *Config) {
 	if !s.Backpressure.Enabled && !c.FrontMode() && s.MaxConcurrentRequests == 0 {
 		v.warnf(c, "server.maxConcurrentRequests", risk+"0 with backpressure off leaves requests in flight without any limit")
 	}
-	if s.Backpressure.Enabled && s.Backpressure.QueueSize > 0 && s.Backpressure.QueueTimeout == 0 && !c.Overload.CoDel.Enabled {
+	if s.Backpressure.Enabled && s.Backpressure.QueueSize != 0 && s.Backpressure.QueueTimeout == 0 && !c.Overload.CoDel.Enabled {
 		v.warnf(c, "server.backpressure.queueTimeout", risk+"0 with CoDel off lets a request wait in the queue without bound (only its own deadline, if any, ends the wait)")
 	}
 	// In library mode these two are reported as having no effect (their

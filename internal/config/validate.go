@@ -159,6 +159,9 @@ func (v *validator) sweep(path string, rv reflect.Value) {
 			v.sweep(join(path, iter.Key().String()), iter.Value())
 		}
 	case reflect.Int, reflect.Int64:
+		if rv.Type() == queueSizeType && QueueSize(rv.Int()) == QueueSizeAuto {
+			return // "auto", not a negative size
+		}
 		if rv.Int() < 0 {
 			if rv.Type() == durationType {
 				v.errorf(path, "%v must not be negative", time.Duration(rv.Int()))

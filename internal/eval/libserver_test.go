@@ -19,8 +19,9 @@ func TestLibAdmissionOptionsAreTheDefaults(t *testing.T) {
 	}
 	def := config.Default()
 	bp := def.Server.Backpressure
-	if o.QueueSize != bp.QueueSize || o.QueueTimeout != bp.QueueTimeout {
-		t.Errorf("got queue %d / %v, want the defaults %d / %v", o.QueueSize, o.QueueTimeout, bp.QueueSize, bp.QueueTimeout)
+	// The default size, auto, is the Controller's zero.
+	if bp.QueueSize != config.QueueSizeAuto || o.QueueSize != 0 || o.QueueTimeout != bp.QueueTimeout {
+		t.Errorf("got queue %d / %v, want the defaults (auto: 0) / %v", o.QueueSize, o.QueueTimeout, bp.QueueTimeout)
 	}
 	if o.CoDelTarget != def.Overload.CoDel.Target || o.CoDelInterval != def.Overload.CoDel.Interval {
 		t.Errorf("got CoDel %v / %v, want %v / %v", o.CoDelTarget, o.CoDelInterval, def.Overload.CoDel.Target, def.Overload.CoDel.Interval)
@@ -55,7 +56,7 @@ func TestLibAdmissionOptionsGradient(t *testing.T) {
 	}
 	// Everything else is the defaults, as with aimd.
 	def := config.Default()
-	if o.QueueSize != def.Server.Backpressure.QueueSize || o.CoDelTarget != def.Overload.CoDel.Target || o.Signal == nil {
+	if o.QueueSize != 0 || o.CoDelTarget != def.Overload.CoDel.Target || o.Signal == nil { // queue: auto
 		t.Errorf("got queue %d, CoDel %v, signal %v, want the defaults and the signal passed", o.QueueSize, o.CoDelTarget, o.Signal != nil)
 	}
 	if _, err := LibAdmissionOptions("vegas", 0, nil, nil); err == nil {
@@ -73,7 +74,7 @@ func TestLibAdmissionOptionsFixed(t *testing.T) {
 	if _, ok := o.Limit.(*limit.Fixed); !ok || o.Limit.Limit() != LibProcs {
 		t.Fatalf("got limit %T at %d, want *limit.Fixed at %d", o.Limit, o.Limit.Limit(), LibProcs)
 	}
-	if def := config.Default(); o.QueueSize != def.Server.Backpressure.QueueSize || o.CoDelTarget != def.Overload.CoDel.Target {
+	if def := config.Default(); o.QueueSize != 0 || o.CoDelTarget != def.Overload.CoDel.Target { // queue: auto
 		t.Errorf("got queue %d, CoDel %v, want the defaults", o.QueueSize, o.CoDelTarget)
 	}
 	if _, err := LibAdmissionOptions("", -1, nil, nil); err == nil {
