@@ -518,7 +518,7 @@ func (c *Controller) waitBound(req Request, now time.Time) (time.Duration, Reaso
 func (c *Controller) enqueueLocked(req Request, cost int64, now time.Time) (*waiter, error) {
 	w := &waiter{req: req, cost: cost, enqueued: now, ready: make(chan struct{})}
 	if c.autoQueue {
-		c.q.setMax(autoQueueSize(c.service(), limitOf(c.state.Load())))
+		c.q.setMax(c.autoQueueSizeLocked(now))
 	}
 	victim, why, refused := c.q.push(w)
 	if refused != ReasonNone {
@@ -696,6 +696,17 @@ const (
 	autoQueueSpan = 2 * calmSojourn
 )
 
+// autoQueueSizeLocked is the size of the Controller's auto-sized queue at
+// now: autoQueueSize, or autoQueueMax while a tolerance is in force, when
+// the wait is bounded by time alone (a dip or a ramp leaves the limit far
+// below what the queue will be served by). REQUIRES c.mu held.
+func (c *Controller) autoQueueSizeLocked(now time.Time) int {
+	if c.codel != nil && now.Before(c.tolerateUntil) {
+		return autoQueueMax
+	}
+	return autoQueueSize(c.service(), limitOf(c.state.Load()))
+}
+
 // autoQueueSize returns the size of an auto-sized queue: what slots serve
 // in autoQueueSpan at service time a request (Little's law), within
 // autoQueueMin and autoQueueMax; autoQueueMin before a service time is
@@ -711,14 +722,26 @@ func autoQueueSize(service time.Duration, slots int64) int {
 // Tolerate makes CoDel, until the time given, judge no queue standing
 // whose requests have waited less than bound: a planned drop in capacity
 // that passes by itself (a rolling restart, during which each worker's
-// successor starts cold beside it and takes CPU from it) is queued
-// through rather than shed. The queue's size and timeout still bound the
-// wait. Without CoDel it does nothing; a zero until ends it. Each call
-// replaces the last.
+// successor starts cold beside it and takes CPU from it; a worker's limit
+// still doubling from 1 after a start) is queued through rather than shed.
+// The queue's size and timeout still bound the wait. Without CoDel it does
+// nothing.
+//
+// A call while an earlier tolerance is in force extends it: the later end
+// and the longer bound hold, so that tolerances from two sources (a roll,
+// and the ramp of the worker it started) do not cut each other short. A
+// zero until ends every tolerance at once.
 func (c *Controller) Tolerate(until time.Time, bound time.Duration) {
 	c.mu.Lock()
-	c.tolerateUntil, c.tolerateBound = until, bound
-	c.mu.Unlock()
+	defer c.mu.Unlock()
+	if until.IsZero() || !time.Now().Before(c.tolerateUntil) {
+		c.tolerateUntil, c.tolerateBound = until, bound
+		return
+	}
+	if until.After(c.tolerateUntil) {
+		c.tolerateUntil = until
+	}
+	c.tolerateBound = max(c.tolerateBound, bound)
 }
 
 // release gives cost slots back: lock-free while nobody waits, otherwise
@@ -852,19 +875,21 @@ func (c *Controller) Stats() Stats {
 			st.Saturation = v
 		}
 	}
-	if c.q != nil {
-		st.Queued = int(c.q.size.Load())
-		st.QueueBound = c.queueSize
-		if c.autoQueue {
-			st.QueueBound = autoQueueSize(st.Latency, limitOf(s))
-		}
-	}
 	for r := ReasonQueueFull; r < numReasons; r++ {
 		st.Shed[r] = c.shedCount[r].Load()
 	}
-	if c.codel != nil {
+	if c.codel != nil || c.q != nil {
 		c.mu.Lock()
-		st.TolerateUntil, st.TolerateBound = c.tolerateUntil, c.tolerateBound
+		if c.codel != nil {
+			st.TolerateUntil, st.TolerateBound = c.tolerateUntil, c.tolerateBound
+		}
+		if c.q != nil {
+			st.Queued = int(c.q.size.Load())
+			st.QueueBound = c.queueSize
+			if c.autoQueue {
+				st.QueueBound = c.autoQueueSizeLocked(time.Now())
+			}
+		}
 		c.mu.Unlock()
 	}
 	return st

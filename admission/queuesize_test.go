@@ -65,3 +65,27 @@ func TestQueueSizedToTheService(t *testing.T) {
 		}
 	})
 }
+
+// While a tolerance is in force the wait is bounded by time alone: an
+// auto-sized queue takes up to its cap, since the limit it is sized by is
+// far below what will serve it once the dip or the ramp has passed. A
+// fixed size stays fixed.
+func TestQueueSizedForATolerance(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		auto := newController(t, 2, admission.Options{CoDelTarget: 5 * time.Millisecond})
+		fixed := newController(t, 2, admission.Options{QueueSize: 50, CoDelTarget: 5 * time.Millisecond})
+		for _, c := range []*admission.Controller{auto, fixed} {
+			c.Tolerate(time.Now().Add(time.Second), 500*time.Millisecond)
+		}
+		if got := auto.Stats().QueueBound; got != 4096 {
+			t.Errorf("auto size, tolerating: got bound %d, want the cap 4096", got)
+		}
+		if got := fixed.Stats().QueueBound; got != 50 {
+			t.Errorf("QueueSize 50, tolerating: got bound %d, want 50", got)
+		}
+		time.Sleep(2 * time.Second)
+		if got := auto.Stats().QueueBound; got != 100 {
+			t.Errorf("auto size, the tolerance over: got bound %d, want 100 (no service time yet)", got)
+		}
+	})
+}

@@ -112,3 +112,32 @@ func TestTolerateQueuesThroughAPlannedDip(t *testing.T) {
 		}
 	})
 }
+
+// Tolerances from two sources overlap (a roll, and the ramp of the worker
+// it started): a call while one is in force extends it, the later end and
+// the longer bound holding; one after it ended starts afresh; a zero end
+// ends it at once.
+func TestTolerateExtends(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newController(t, 2, admission.Options{CoDelTarget: 5 * time.Millisecond})
+		check := func(when string, until time.Time, bound time.Duration) {
+			t.Helper()
+			if st := c.Stats(); !st.TolerateUntil.Equal(until) || st.TolerateBound != bound {
+				t.Errorf("%s: got %v until %v, want %v until %v", when, st.TolerateBound, st.TolerateUntil, bound, until)
+			}
+		}
+		now := time.Now()
+		c.Tolerate(now.Add(time.Minute), time.Second)
+		c.Tolerate(now.Add(10*time.Second), 500*time.Millisecond)
+		check("a shorter tolerance inside a longer one", now.Add(time.Minute), time.Second)
+		c.Tolerate(now.Add(2*time.Minute), 2*time.Second)
+		check("a longer one", now.Add(2*time.Minute), 2*time.Second)
+		c.Tolerate(time.Time{}, 0)
+		check("ended", time.Time{}, 0)
+		c.Tolerate(now.Add(time.Second), time.Second)
+		time.Sleep(2 * time.Second)
+		later := time.Now()
+		c.Tolerate(later.Add(time.Second), 100*time.Millisecond)
+		check("after the last one ended", later.Add(time.Second), 100*time.Millisecond)
+	})
+}

@@ -260,6 +260,12 @@ func NewWorker(now time.Time, o WorkerOptions) (*Worker, error) {
 // Limit returns the current limit.
 func (w *Worker) Limit() int { return w.limit }
 
+// Ramping reports whether the limit is still in its first slow start:
+// doubling from where it began (1 after a start or a restart), neither
+// cut nor held by a failed probe yet. A front's queue built meanwhile is
+// served within a window or two, as the limit catches up.
+func (w *Worker) Ramping() bool { return !w.ramped }
+
 // BadReports returns how many reports Report refused, ever.
 func (w *Worker) BadReports() uint64 { return w.badReport }
 

@@ -306,7 +306,9 @@ const (
 )
 
 // tolerateRoll makes the Controller queue through a rolling restart's dip
-// for d from now.
+// for d from now, in place of any tolerance in force: the roll's end
+// shortens its own hour to the grace. (A successor whose limit is still
+// doubling extends it again through the proxy.)
 func (a *App) tolerateRoll(d time.Duration) {
 	if a.ctrl == nil {
 		return
@@ -315,6 +317,7 @@ func (a *App) tolerateRoll(d time.Duration) {
 	if qt := a.cfg.Server.Backpressure.QueueTimeout; qt > 0 {
 		bound = min(bound, qt)
 	}
+	a.ctrl.Tolerate(time.Time{}, 0)
 	a.ctrl.Tolerate(time.Now().Add(d), bound)
 }
 
