@@ -129,9 +129,8 @@ type Controller struct {
 	codel  *codel     // nil: disabled
 	lifo   bool
 	closed bool
-	// autoQueue sizes q to the service (Options.QueueSize zero; see
-	// autoQueueSize); otherwise its size is queueSize.
-	autoQueue bool
+	// queueSize is q's size, Options.QueueSize: 0 sizes it to the service
+	// (see autoQueueSize).
 	queueSize int
 	// Until tolerateUntil, CoDel judges no sojourn under tolerateBound
 	// standing (see Tolerate).
@@ -168,9 +167,9 @@ func newController(o Options, maxShift uint32) (*Controller, error) {
 		stop:          make(chan struct{}),
 	}
 	if o.QueueSize >= 0 {
-		c.autoQueue, c.queueSize = o.QueueSize == 0, o.QueueSize
+		c.queueSize = o.QueueSize
 		size := o.QueueSize
-		if c.autoQueue {
+		if size == 0 {
 			size = autoQueueMin
 		}
 		c.q = newFairQueue(size, o.MaxQueuedPerTenant, o.MinShare, o.TenantWeight)
@@ -517,7 +516,7 @@ func (c *Controller) waitBound(req Request, now time.Time) (time.Duration, Reaso
 // request the queue displaces to make room is shed. REQUIRES c.mu held.
 func (c *Controller) enqueueLocked(req Request, cost int64, now time.Time) (*waiter, error) {
 	w := &waiter{req: req, cost: cost, enqueued: now, ready: make(chan struct{})}
-	if c.autoQueue {
+	if c.queueSize == 0 {
 		c.q.setMax(c.autoQueueSizeLocked(now))
 	}
 	victim, why, refused := c.q.push(w)
@@ -886,7 +885,7 @@ func (c *Controller) Stats() Stats {
 		if c.q != nil {
 			st.Queued = int(c.q.size.Load())
 			st.QueueBound = c.queueSize
-			if c.autoQueue {
+			if st.QueueBound == 0 {
 				st.QueueBound = c.autoQueueSizeLocked(time.Now())
 			}
 		}
