@@ -76,11 +76,12 @@ type slotWaiter struct {
 // sluice starts, or the worker does), the Controller queues through what
 // arrives beyond the few slots it has yet (admission.Controller.Tolerate):
 // requests wait up to rampQueueBound, as through a rolling restart, until
-// rampGrace after the limit last doubled. Without it a worker started
-// into traffic lost most of its first second's requests to CoDel, which
-// judged the backlog over two slots standing (measured: a fresh sluice
-// delivered 44-84/s in the first 250 ms at 1x against HAProxy's 360-388,
-// async Node workers).
+// rampGrace after the limit last grew. Without it a worker started into
+// traffic lost most of its first requests to CoDel, which judged the
+// backlog over a few slots standing (measured: a fresh sluice delivered
+// 44-84/s by send time in its first 250 ms at 1x against HAProxy's
+// 360-480, async Node workers; 180-284/s with it). The queue's timeout
+// still bounds every wait.
 const (
 	rampQueueBound = 500 * time.Millisecond
 	rampGrace      = time.Second
@@ -91,8 +92,9 @@ const (
 // (Options.Lookahead). The Controller's limit is kept at slots + retired,
 // so that an admitted request finds an idle slot.
 //
-// Lock order: pool.mu, then the Controller's (setLimit is called with mu
-// held, so that limits are applied in the order they were computed). The
+// Lock order: pool.mu, then the Controller's (setLimit and tolerate are
+// called with mu held, so that limits are applied in the order they were
+// computed). The
 // Controller never calls back into the pool.
 type pool struct {
 	slowStart time.Duration
@@ -327,9 +329,9 @@ func (p *pool) complete(e *endpoint, c completion) {
 		}
 		if l, changed := e.wl.Decide(now); changed {
 			if l > e.limit && e.wl.Ramping() {
-				// The limit doubles each window from 1: the queue built
-				// meanwhile, over few slots, is served as it catches up,
-				// where CoDel would shed it as standing.
+				// Still in its first slow start: the queue built over its
+				// few slots is served as the limit catches up, where CoDel
+				// would shed it as standing.
 				p.tolerate(now.Add(rampGrace), rampQueueBound)
 			}
 			if e.routable {
