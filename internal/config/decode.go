@@ -491,10 +491,13 @@ func (d *decoder) mapValue(n *yaml.Node, path string, v reflect.Value) {
 	v.Set(out)
 }
 
+// positiveOrAuto is what Count and Concurrency accept.
+const positiveOrAuto = "a positive whole number or \"auto\""
+
 // decodeNode accepts a positive whole number or "auto"; anything else is an
 // error, never a silent single process.
 func (c *Count) decodeNode(d *decoder, n *yaml.Node, path string) bool {
-	if i, ok := d.autoOrPositive(n, path); ok {
+	if i, ok := d.wholeOrAuto(n, path, 1, int(CountAuto), positiveOrAuto); ok {
 		*c = Count(i)
 	}
 	return true
@@ -502,7 +505,7 @@ func (c *Count) decodeNode(d *decoder, n *yaml.Node, path string) bool {
 
 // decodeNode accepts a positive whole number or "auto", as Count does.
 func (c *Concurrency) decodeNode(d *decoder, n *yaml.Node, path string) bool {
-	if i, ok := d.autoOrPositive(n, path); ok {
+	if i, ok := d.wholeOrAuto(n, path, 1, int(ConcurrencyAuto), positiveOrAuto); ok {
 		*c = Concurrency(i)
 	}
 	return true
@@ -510,37 +513,24 @@ func (c *Concurrency) decodeNode(d *decoder, n *yaml.Node, path string) bool {
 
 // decodeNode accepts a whole number (0: no queue) or "auto".
 func (q *QueueSize) decodeNode(d *decoder, n *yaml.Node, path string) bool {
-	const want = "a whole number (0: no queue) or \"auto\""
-	if n.Kind != yaml.ScalarNode {
-		d.typeError(n, path, want)
-		return true
+	if i, ok := d.wholeOrAuto(n, path, 0, int(QueueSizeAuto), "a whole number (0: no queue) or \"auto\""); ok {
+		*q = QueueSize(i)
 	}
-	if n.ShortTag() == "!!str" && n.Value == "auto" {
-		*q = QueueSizeAuto
-		return true
-	}
-	i, err := strconv.ParseInt(strings.ReplaceAll(n.Value, "_", ""), 10, 64)
-	if tag := n.ShortTag(); (tag != "!!int" && tag != "!!str") || err != nil || i < 0 || i > 1<<20 {
-		d.failf(n.Line, path, "%s is not %s", describe(n), want)
-		return true
-	}
-	*q = QueueSize(i)
 	return true
 }
 
-// autoOrPositive decodes "auto" as 0 or a whole number in [1, 2^20],
-// reporting anything else.
-func (d *decoder) autoOrPositive(n *yaml.Node, path string) (int, bool) {
-	const want = "a positive whole number or \"auto\""
+// wholeOrAuto decodes "auto" as auto, or a whole number in [least, 2^20],
+// reporting anything else as not what want says.
+func (d *decoder) wholeOrAuto(n *yaml.Node, path string, least, auto int, want string) (int, bool) {
 	if n.Kind != yaml.ScalarNode {
 		d.typeError(n, path, want)
 		return 0, false
 	}
 	if n.ShortTag() == "!!str" && n.Value == "auto" {
-		return 0, true
+		return auto, true
 	}
 	i, err := strconv.ParseInt(strings.ReplaceAll(n.Value, "_", ""), 10, 64)
-	if tag := n.ShortTag(); (tag != "!!int" && tag != "!!str") || err != nil || i <= 0 || i > 1<<20 {
+	if tag := n.ShortTag(); (tag != "!!int" && tag != "!!str") || err != nil || i < int64(least) || i > 1<<20 {
 		d.failf(n.Line, path, "%s is not %s", describe(n), want)
 		return 0, false
 	}
