@@ -1,0 +1,80 @@
+package limit
+
+import (
+	"testing"
+	"time"
+)
+
+// windowOf feeds w one window in which it held held requests and finished
+// n of them, each after rtt and each reporting sat, and returns the limit
+// Decide leaves at its end.
+func windowOf(w *Worker, now *time.Time, held, n int, rtt time.Duration, sat float64) int {
+	w.Occupy(*now, held)
+	for range n {
+		w.Report(sat)
+		w.Complete(rtt, false)
+	}
+	*now = now.Add(WorkerWindow)
+	l, _ := w.Decide(*now)
+	return l
+}
+
+// A cut for latency is judged once: the requests that finish in the next
+// windows were sent under the old limit and waited inside the worker behind
+// as many others, so their latency says nothing of the new limit's. The
+// guard judges again once they are through, and cuts again if the worker
+// is still slow.
+func TestWorkerGuardCutsOnceForOneBacklog(t *testing.T) {
+	now := time.Unix(0, 0)
+	w, err := NewWorker(now, WorkerOptions{Initial: 16, Max: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := windowOf(w, &now, 1, 4, 60*time.Millisecond, 0.3); got != 16 {
+		t.Fatalf("a light window: got limit %d, want 16 held", got)
+	}
+	// 200 ms is over three times the 60 ms no-load latency: cut to where
+	// it would be twice, 16 x 120/200.
+	if got := windowOf(w, &now, 16, 16, 200*time.Millisecond, 0.5); got != 9 {
+		t.Fatalf("at 16, requests taking 200 ms: got limit %d, want 9", got)
+	}
+	// Within 200 ms of the cut, what finishes was queued before it.
+	for i := range 2 {
+		if got := windowOf(w, &now, 9, 9, 200*time.Millisecond, 0.5); got != 9 {
+			t.Fatalf("window %d after the cut, the old backlog finishing: got limit %d, want 9 held", i+1, got)
+		}
+	}
+	if got := windowOf(w, &now, 9, 9, 200*time.Millisecond, 0.5); got != 5 {
+		t.Errorf("past the backlog, still 200 ms at 9: got limit %d, want 5, cut again", got)
+	}
+}
+
+// One request answered in a millisecond (a health check or a cached page
+// through the front), alone in a window of a worker at its start, does not
+// become the worker's no-load latency: the requests after it, taking 60 ms,
+// are not judged queued, and the limit doubles as a fresh worker's should.
+func TestWorkerBaselineNeedsSamples(t *testing.T) {
+	now := time.Unix(0, 0)
+	w, err := NewWorker(now, WorkerOptions{Max: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := windowOf(w, &now, 1, 1, time.Millisecond, 0.02); got != 2 {
+		t.Fatalf("one fast request: got limit %d, want 2", got)
+	}
+	for _, want := range []int{4, 8, 16} {
+		l := w.Limit()
+		if got := windowOf(w, &now, l, max(l, 4), 60*time.Millisecond, 0.05); got != want {
+			t.Fatalf("at %d, requests taking 60 ms, the loop idle: got limit %d, want %d", l, got, want)
+		}
+	}
+	// Under load too: a window with fewer completions than a window's
+	// judgement needs does not lower it (the idle loop still doubles the
+	// limit reached).
+	if got := windowOf(w, &now, 16, 1, time.Millisecond, 0.05); got != 32 {
+		t.Fatalf("one fast request among 16 held: got limit %d, want 32", got)
+	}
+	if got := windowOf(w, &now, 32, 32, 60*time.Millisecond, 0.05); got != 64 {
+		t.Errorf("at 32, 60 ms again: got limit %d, want 64, doubling still", got)
+	}
+}
