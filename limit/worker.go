@@ -235,6 +235,7 @@ type Worker struct {
 	// judged until the first that starts after cutUntil.
 	cutSettle bool
 	cutUntil  time.Time
+	severeRTT float64 // the last judged window's rtt, ns, if over the cut's bound; else 0
 
 	// The throughput climb of a worker that reports nothing.
 	settle      bool      // the limit just changed: windows are not judged
@@ -273,7 +274,7 @@ func NewWorker(now time.Time, o WorkerOptions) (*Worker, error) {
 func (w *Worker) Limit() int { return w.limit }
 
 // Ramping reports whether the limit is still in its first slow start:
-// doubling from where it began (1 after a start or a restart), neither
+// doubling from where it began (the Initial it was given), neither
 // cut nor held by a failed probe yet. A front's queue built meanwhile is
 // served within a window or two, as the limit catches up.
 func (w *Worker) Ramping() bool { return !w.ramped }
@@ -376,11 +377,22 @@ func (w *Worker) saturationRule(now time.Time, l, peak int, occupancy float64) i
 		w.cutSettle = now.Before(w.cutUntil)
 		return l
 	}
+	// A cut for latency needs two windows in a row over the bound: one
+	// alone is as often a stall (a collection, the neighbour on the core
+	// taking a turn) that passes by itself, and the cut, sized by the
+	// window's latency, took the limit below what the worker had been
+	// serving. It is sized by the lower of the two.
+	prevSevere := w.severeRTT
+	w.severeRTT = 0
+	if severe && 2*peak >= l {
+		w.severeRTT = rtt
+	}
 	switch {
-	case severe && 2*peak >= l:
-		w.ramped = true
+	case w.severeRTT > 0 && prevSevere > 0:
+		w.ramped, w.severeRTT = true, 0
+		judged := min(rtt, prevSevere)
 		w.cutSettle, w.cutUntil = true, now.Add(time.Duration(rtt))
-		return min(int(math.Floor(0.9*float64(l))), int(math.Floor(float64(l)*workerGuardGrowth*w.baseline/rtt)))
+		return min(int(math.Floor(0.9*float64(l))), int(math.Floor(float64(l)*workerGuardGrowth*w.baseline/judged)))
 	case s >= w.maxSat && 2*peak >= l:
 		w.ramped = true
 		return int(math.Floor(0.9 * float64(l)))

@@ -19,11 +19,12 @@ func windowOf(w *Worker, now *time.Time, held, n int, rtt time.Duration, sat flo
 	return l
 }
 
-// A cut for latency is judged once: the requests that finish in the next
-// windows were sent under the old limit and waited inside the worker behind
-// as many others, so their latency says nothing of the new limit's. The
-// guard judges again once they are through, and cuts again if the worker
-// is still slow.
+// A cut for latency needs the latency over its bound in two windows in a
+// row, and is judged once per backlog: the requests that finish in the
+// windows after it were sent under the old limit and waited inside the
+// worker behind as many others, so their latency says nothing of the new
+// limit's. The guard judges again once they are through, and cuts again if
+// the worker is still slow.
 func TestWorkerGuardCutsOnceForOneBacklog(t *testing.T) {
 	now := time.Unix(0, 0)
 	w, err := NewWorker(now, WorkerOptions{Initial: 16, Max: 64})
@@ -33,10 +34,20 @@ func TestWorkerGuardCutsOnceForOneBacklog(t *testing.T) {
 	if got := windowOf(w, &now, 1, 4, 60*time.Millisecond, 0.3); got != 16 {
 		t.Fatalf("a light window: got limit %d, want 16 held", got)
 	}
-	// 200 ms is over three times the 60 ms no-load latency: cut to where
-	// it would be twice, 16 x 120/200.
+	// 200 ms is over three times the 60 ms no-load latency.
+	if got := windowOf(w, &now, 16, 16, 200*time.Millisecond, 0.5); got != 16 {
+		t.Fatalf("at 16, one window of 200 ms: got limit %d, want 16 held (a stall passes)", got)
+	}
+	if got := windowOf(w, &now, 8, 8, 60*time.Millisecond, 0.5); got != 16 {
+		t.Fatalf("8 held, 60 ms again: got limit %d, want 16", got)
+	}
+	if got := windowOf(w, &now, 16, 16, 200*time.Millisecond, 0.5); got != 16 {
+		t.Fatalf("at 16, 200 ms once more after a good window: got limit %d, want 16 held", got)
+	}
+	// A second in a row: cut to where it would be twice the no-load
+	// latency, 16 x 120/200.
 	if got := windowOf(w, &now, 16, 16, 200*time.Millisecond, 0.5); got != 9 {
-		t.Fatalf("at 16, requests taking 200 ms: got limit %d, want 9", got)
+		t.Fatalf("at 16, a second window of 200 ms: got limit %d, want 9", got)
 	}
 	// Within 200 ms of the cut, what finishes was queued before it.
 	for i := range 2 {
@@ -44,8 +55,11 @@ func TestWorkerGuardCutsOnceForOneBacklog(t *testing.T) {
 			t.Fatalf("window %d after the cut, the old backlog finishing: got limit %d, want 9 held", i+1, got)
 		}
 	}
+	if got := windowOf(w, &now, 9, 9, 200*time.Millisecond, 0.5); got != 9 {
+		t.Fatalf("past the backlog, 200 ms at 9 once: got limit %d, want 9 held", got)
+	}
 	if got := windowOf(w, &now, 9, 9, 200*time.Millisecond, 0.5); got != 5 {
-		t.Errorf("past the backlog, still 200 ms at 9: got limit %d, want 5, cut again", got)
+		t.Errorf("past the backlog, 200 ms at 9 twice: got limit %d, want 5, cut again", got)
 	}
 }
 
