@@ -129,7 +129,9 @@ const (
 //	s < MaxSaturation and peak >= L, rtt <= 2 x baseline:  L = min(L + step, floor(MaxSaturation x occupancy / s))
 //	otherwise: L holds
 //
-// After a cut for latency (the first line) the windows that end within the
+// The first line needs rtt over its bound in two windows in a row, and
+// takes the lower of their two rtts: one window alone is as often a stall
+// that passes by itself. After such a cut the windows that end within the
 // rtt it was judged at are not judged: the requests finishing then were
 // sent under the old limit, and waited behind as many others.
 //
@@ -164,8 +166,8 @@ const (
 // fast request never sets it). A loop can look idle while requests wait:
 // the front, short of CPU, is slow to hand the worker its next request and
 // to read its answer, and that time counts as occupancy the loop did not
-// use, so the projection grows the limit; or the worker's own CPU is taken by its
-// neighbours. Requests then queue inside the worker, where only latency
+// use, so the projection grows the limit; or the worker's own CPU is taken
+// by its neighbours. Requests then queue inside the worker, where only latency
 // shows it.
 //
 // When the worker reports nothing, its throughput is the evidence: it
