@@ -52,8 +52,8 @@ func TestAdaptiveWorkerFollowsItsSaturation(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newRig(t, proxy.Options{}, admission.Options{QueueSize: 100, QueueTimeout: 10 * time.Second})
 		w, _ := g.adaptiveWorker(16)
-		if e := endpointStats(t, g); e.Limit != 4 || !e.Adaptive || e.Saturation != -1 {
-			t.Fatalf("new adaptive worker: got %+v, want limit 4, adaptive, no saturation", e)
+		if e := endpointStats(t, g); e.Limit != 1 || !e.Adaptive || e.Saturation != -1 {
+			t.Fatalf("new adaptive worker: got %+v, want limit 1, adaptive, no saturation", e)
 		}
 		leaked := g.clients(12, 2*time.Second, "/sleep?d=50ms&sat=0.05")
 		e := endpointStats(t, g)
@@ -103,11 +103,11 @@ func TestFixedWorkerIgnoresReports(t *testing.T) {
 	})
 }
 
-// rampBurst offers a fresh adaptive worker (its limit at 4, up to 64) 400
-// requests a second for a second, each waiting 120 ms on an idle event
-// loop: below what the worker serves once its limit has doubled to 64
-// (530/s), far above what its first slots do. It returns the requests shed
-// and the Controller's stats.
+// rampBurst offers a fresh adaptive worker (its limit at 1, up to 64) 400
+// requests a second for a second, each waiting 60 ms on an idle event
+// loop: far below what the worker serves once its limit has doubled to
+// 32, far above what its first slots do. It returns the requests shed and
+// the Controller's stats.
 func rampBurst(t *testing.T) (shed int, st admission.Stats) {
 	t.Helper()
 	g := newRig(t, proxy.Options{}, admission.Options{QueueTimeout: 10 * time.Second,
@@ -115,7 +115,7 @@ func rampBurst(t *testing.T) (shed int, st admission.Stats) {
 	g.adaptiveWorker(64)
 	var calls []*call
 	for range 400 {
-		calls = append(calls, g.get("/sleep?d=120ms&sat=0.05"))
+		calls = append(calls, g.get("/sleep?d=60ms&sat=0.05"))
 		time.Sleep(2500 * time.Microsecond)
 	}
 	st = g.c.Stats()
@@ -127,7 +127,7 @@ func rampBurst(t *testing.T) (shed int, st admission.Stats) {
 	return shed, st
 }
 
-// A worker started into traffic ramps its limit up while the queue
+// A worker started into traffic ramps its limit from 1 while the queue
 // holds what its few slots cannot take yet: the Controller tolerates the
 // wait (up to half a second) while the limit doubles, and serves the
 // backlog as the limit catches up, instead of CoDel shedding it.
@@ -135,7 +135,7 @@ func TestRampIsQueuedThrough(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		shed, st := rampBurst(t)
 		if shed != 0 || st.Shed.Total() != 0 {
-			t.Errorf("a worker ramping under 400/s: %d requests failed, sheds %v; want every one served", shed, st.Shed)
+			t.Errorf("a worker ramping from 1 under 400/s: %d requests failed, sheds %v; want every one served", shed, st.Shed)
 		}
 		if st.TolerateBound != 500*time.Millisecond || st.TolerateUntil.IsZero() {
 			t.Errorf("got tolerance %v until %v, want 500ms while the limit doubled", st.TolerateBound, st.TolerateUntil)

@@ -48,8 +48,7 @@
 //
 // A worker's slots are its limit: fixed (Endpoint.Concurrency), or, for an
 // adaptive endpoint (Endpoint.Adaptive), found at run time in [1,
-// Concurrency] and reconsidered every WorkerLimit.Window, from 4 for the
-// first workers and from the others' mean for one that joins them. A worker that
+// Concurrency] and reconsidered every WorkerLimit.Window. A worker that
 // reports its saturation on its responses (HeaderSaturation: for Node.js,
 // event-loop utilization, as node/sluice-worker sends it) is judged by an
 // AIMD rule over it (limit.AIMD's), bounded by the concurrency that would

@@ -414,15 +414,6 @@ func (p *pool) add(e *endpoint) bool {
 	return true
 }
 
-// firstLimit is the first adaptive worker's first limit: a few requests
-// at once, where an async worker takes dozens and a single-threaded
-// CPU-bound one takes 1 and is brought there within a few windows, its
-// loop saturated. From 1, a fresh sluice's backlog built over the 400 ms
-// its limits took to double to the load's, and at capacity, with nothing
-// spare to drain it, CoDel shed it once the ramp's tolerance ended
-// (measured on real async Node workers).
-const firstLimit = 4
-
 // startLimitLocked is an adaptive worker's first limit: the mean of the
 // other adaptive workers' limits, so that a worker restarted in a rolling
 // deploy takes its predecessor's share at once; 1 for the first worker.
@@ -436,7 +427,7 @@ func (p *pool) startLimitLocked(maxLimit int) int {
 		}
 	}
 	if n == 0 {
-		return min(firstLimit, maxLimit)
+		return 1
 	}
 	return min(max((sum+n/2)/n, 1), maxLimit)
 }
