@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -179,15 +180,35 @@ func WaitOK(ctx context.Context, url string, exited <-chan struct{}) error {
 // closed here and the child's bind, another process may take the port, and
 // the child then fails to start. Use a listener of the test's own
 // (net.Listen on port 0) wherever the test itself serves.
+//
+// No two calls in one process return the same port: the kernel may hand
+// a port just closed to the next listener on port 0, and a test that took
+// two addresses for one child (its main and admin listeners) then gave it
+// the same one twice, and the child could not start.
 func FreeAddr(tb testing.TB) string {
 	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
+	handedMu.Lock()
+	defer handedMu.Unlock()
+	for range 100 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		if !handed[addr] {
+			handed[addr] = true
+			return addr
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	tb.Fatal("testutil: FreeAddr: every free port offered had been handed out before")
+	return ""
 }
+
+var (
+	handedMu sync.Mutex
+	handed   = map[string]bool{} // the addresses FreeAddr returned
+)
 
 // Get sends GET url on a connection of its own and returns the status and
 // body; status 0 and the error's text when there was no answer. A new

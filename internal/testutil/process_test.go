@@ -158,6 +158,19 @@ func TestFreeAddr(t *testing.T) {
 	}
 }
 
+// FreeAddr never hands out one address twice: a child given a main and an
+// admin listener must get two.
+func TestFreeAddrDistinct(t *testing.T) {
+	seen := map[string]bool{}
+	for range 500 {
+		addr := testutil.FreeAddr(t)
+		if seen[addr] {
+			t.Fatalf("FreeAddr returned %s twice", addr)
+		}
+		seen[addr] = true
+	}
+}
+
 // Get reads the whole answer on a connection of its own; no answer is
 // status 0 with the error's text.
 func TestGet(t *testing.T) {
