@@ -53,7 +53,13 @@ type demandFeed struct {
 	own   atomic.Bool
 }
 
+// newDemandFeed returns a feed of m, read once at now: a meter's first
+// reading only starts its count (a demand is over the time between two),
+// and taken at the first request's end it left the worker's first window
+// without a reading, its limit at 1 for a window or two more while a fresh
+// front's backlog built.
 func newDemandFeed(m DemandMeter, every time.Duration, now time.Time) *demandFeed {
+	m.Read(now)
 	return &demandFeed{m: m, every: every, start: now}
 }
 

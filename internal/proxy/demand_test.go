@@ -14,7 +14,8 @@ import (
 	"github.com/sluicehq/sluice/limit"
 )
 
-// fakeMeter is a worker's CPU demand as the test sets it.
+// fakeMeter is a worker's CPU demand as the test sets it; as a kernel
+// meter, its first reading is unknown (a demand is over two).
 type fakeMeter struct {
 	demand atomic.Uint64 // float64 bits
 	reads  atomic.Int64
@@ -24,7 +25,9 @@ type fakeMeter struct {
 func (m *fakeMeter) set(d float64) { m.demand.Store(math.Float64bits(d)) }
 
 func (m *fakeMeter) Read(time.Time) (float64, bool) {
-	m.reads.Add(1)
+	if m.reads.Add(1) == 1 {
+		return 0, false
+	}
 	return math.Float64frombits(m.demand.Load()), true
 }
 
@@ -61,11 +64,34 @@ func TestQuietWorkerJudgedByKernelDemand(t *testing.T) {
 		if e := endpointStats(t, g); e.Limit > 2 {
 			t.Errorf("saturated by the kernel's measure: got limit %d, want back near 1", e.Limit)
 		}
-		// Read at most once a window.
+		// Read when added, then at most once a window.
 		took := time.Since(start)
-		if n := m.reads.Load(); n == 0 || n > int64(took/limit.WorkerWindow)+1 {
-			t.Errorf("meter read %d times in %v; want at most one a window", n, took)
+		if n := m.reads.Load(); n == 0 || n > int64(took/limit.WorkerWindow)+2 {
+			t.Errorf("meter read %d times in %v; want once when added, then at most one a window", n, took)
 		}
+	})
+}
+
+// A fresh quiet worker's first window is judged by the kernel's measure:
+// the meter is read when the worker is added, so the reading at its first
+// request's end is already a demand, and its limit doubles at 100 ms, not
+// once a second reading comes a window later.
+func TestQuietWorkerFirstWindowMeasured(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := &fakeMeter{pid: 77}
+		m.set(0.05)
+		g := meterRig(t, m)
+		g.addWorker(supervisor.Endpoint{Concurrency: 16, Adaptive: true, Pid: 77})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			g.clients(12, 300*time.Millisecond, "/sleep?d=50ms")
+		}()
+		time.Sleep(120 * time.Millisecond)
+		if e := endpointStats(t, g); e.Limit < 2 || e.SaturationSource != "kernel" {
+			t.Errorf("120 ms after a quiet worker's start under 12 clients: got limit %d, saturation from %q; want 2 or more, from the kernel", e.Limit, e.SaturationSource)
+		}
+		<-done
 	})
 }
 
@@ -81,8 +107,8 @@ func TestWorkerReportWinsOverKernel(t *testing.T) {
 		if e.Limit < 8 || e.SaturationSource != "worker" {
 			t.Errorf("worker reports 0.05, kernel 0.99: got limit %d from %q; want at least 8 from the worker", e.Limit, e.SaturationSource)
 		}
-		if n := m.reads.Load(); n > 1 {
-			t.Errorf("meter read %d times after the worker reported; want at most the first", n)
+		if n := m.reads.Load(); n > 2 {
+			t.Errorf("meter read %d times after the worker reported; want at most when it was added and at its first answer", n)
 		}
 	})
 }
