@@ -42,16 +42,23 @@ func meterRig(t *testing.T, m *fakeMeter) *rig {
 	return newRig(t, o, admission.Options{QueueSize: 100, QueueTimeout: 10 * time.Second})
 }
 
+// quietWorker is a rig with one adaptive worker whose process's CPU demand
+// the returned meter gives, first at demand.
+func quietWorker(t *testing.T, demand float64) (*rig, *fakeMeter) {
+	m := &fakeMeter{pid: 77}
+	m.set(demand)
+	g := meterRig(t, m)
+	g.addWorker(supervisor.Endpoint{Concurrency: 16, Adaptive: true, Pid: 77})
+	return g, m
+}
+
 // A worker that reports nothing is judged by the CPU demand the kernel
 // measures for its process, as if it had reported it: an I/O-bound
 // worker's latency does not change when its loop saturates, so only the
 // demand can bring its limit back.
 func TestQuietWorkerJudgedByKernelDemand(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m := &fakeMeter{pid: 77}
-		m.set(0.05)
-		g := meterRig(t, m)
-		g.addWorker(supervisor.Endpoint{Concurrency: 16, Adaptive: true, Pid: 77})
+		g, m := quietWorker(t, 0.05)
 		start := time.Now()
 		g.clients(12, 2*time.Second, "/sleep?d=50ms")
 		e := endpointStats(t, g)
@@ -78,10 +85,7 @@ func TestQuietWorkerJudgedByKernelDemand(t *testing.T) {
 // once a second reading comes a window later.
 func TestQuietWorkerFirstWindowMeasured(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m := &fakeMeter{pid: 77}
-		m.set(0.05)
-		g := meterRig(t, m)
-		g.addWorker(supervisor.Endpoint{Concurrency: 16, Adaptive: true, Pid: 77})
+		g, _ := quietWorker(t, 0.05)
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
@@ -98,10 +102,7 @@ func TestQuietWorkerFirstWindowMeasured(t *testing.T) {
 // A worker that reports its saturation is believed over the kernel.
 func TestWorkerReportWinsOverKernel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m := &fakeMeter{pid: 77}
-		m.set(0.99)
-		g := meterRig(t, m)
-		g.addWorker(supervisor.Endpoint{Concurrency: 16, Adaptive: true, Pid: 77})
+		g, m := quietWorker(t, 0.99)
 		g.clients(12, 2*time.Second, "/sleep?d=50ms&sat=0.05")
 		e := endpointStats(t, g)
 		if e.Limit < 8 || e.SaturationSource != "worker" {
