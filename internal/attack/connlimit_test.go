@@ -22,13 +22,20 @@ func TestProbesAnswerAtConnectionLimit(t *testing.T) {
 	}
 	s.WaitStats(t, "the limit to be reached", func(st Stats) bool { return st.Conns.Open == limit })
 	for _, path := range []string{"/__sluice/health", "/__sluice/ready"} {
-		if code, _ := RoundTrip(t, Dial(t, s.Addr), "GET "+path+" HTTP/1.1\r\nHost: sluice\r\n\r\n"); code != http.StatusOK {
+		c := Dial(t, s.Addr)
+		if code, _ := RoundTrip(t, c, "GET "+path+" HTTP/1.1\r\nHost: sluice\r\n\r\n"); code != http.StatusOK {
 			t.Errorf("%s at the connection limit: got %d, want 200", path, code)
 		}
+		c.Close()
 	}
-	if code, _ := RoundTrip(t, Dial(t, s.Addr), "GET /?cpu=0 HTTP/1.1\r\nHost: sluice\r\n\r\n"); code != http.StatusServiceUnavailable {
+	c := Dial(t, s.Addr)
+	if code, _ := RoundTrip(t, c, "GET /?cpu=0 HTTP/1.1\r\nHost: sluice\r\n\r\n"); code != http.StatusServiceUnavailable {
 		t.Errorf("work at the connection limit: got %d, want 503", code)
 	}
+	c.Close()
+	// The probes' connections hold places in the reserve until sluice has
+	// seen them close: filled before, the reserve refused one of its own.
+	s.WaitStats(t, "the probes' connections to close", func(st Stats) bool { return st.Conns.ProbeOnly == 0 })
 	for range probeReserve {
 		silent = append(silent, Dial(t, s.Addr))
 	}
