@@ -14,16 +14,7 @@ func TestWorkerRamping(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	window := func(sat float64) int {
-		w.Occupy(now, w.Limit())
-		for range w.Limit() {
-			w.Report(sat)
-			w.Complete(60*time.Millisecond, false)
-		}
-		now = now.Add(WorkerWindow)
-		l, _ := w.Decide(now)
-		return l
-	}
+	window := func(sat float64) int { return windowOf(w, &now, w.Limit(), w.Limit(), 60*time.Millisecond, sat) }
 	if !w.Ramping() {
 		t.Fatal("a new worker: got not ramping, want ramping")
 	}

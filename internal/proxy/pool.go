@@ -94,8 +94,7 @@ const (
 //
 // Lock order: pool.mu, then the Controller's (setLimit and tolerate are
 // called with mu held, so that limits are applied in the order they were
-// computed). The
-// Controller never calls back into the pool.
+// computed). The Controller never calls back into the pool.
 type pool struct {
 	slowStart time.Duration
 	ahead     int // slots each endpoint has beyond its limit
