@@ -94,14 +94,19 @@ const (
 	// a worker's requests may get before it is probed down at once.
 	workerRTTJump = 1.5
 	// workerGuardGrowth and workerGuardCut bound the saturation rule by
-	// latency: a worker whose requests take workerGuardGrowth times its
-	// no-load latency is not given more, one at workerGuardCut is given
-	// less. Loose: an async
-	// worker's latency is mostly its own I/O wait plus a front's
-	// scheduling delays on a busy machine, and a bound of 1.5 held such
-	// workers at a third of what their event loops could take (measured
-	// on real Node workers, 60 ms waits).
-	workerGuardGrowth = 2
+	// latency: a worker whose requests take more than workerGuardGrowth
+	// times its no-load latency is not given more, one past workerGuardCut
+	// (in two windows in a row) is given less, down to where it would be
+	// at workerGuardGrowth. Loose: an async worker's latency is mostly its
+	// own I/O wait plus a front's scheduling delays on a busy machine, and
+	// it waits for a CPU it shares (with its neighbours, or the front)
+	// more as its load grows, whatever its limit. A bound of 1.5 held such
+	// workers at a third of what their event loops could take (real Node
+	// workers, 60 ms waits); one of 2 held two workers sharing a CPU below
+	// the limit whose throughput stops growing (their requests took 2.2
+	// times their no-load latency at a fixed 32, where the throughput
+	// curve flattens), and they served 4-17% less than at 3 (2026-12-04).
+	workerGuardGrowth = 3
 	workerGuardCut    = 3
 	// workerHoldMax bounds how long a worker that reports nothing waits
 	// before it probes again after probes failed.
@@ -124,9 +129,9 @@ const (
 // below) applies once per window, with s the mean of the window's reports
 // and L the limit:
 //
-//	rtt > 3 x baseline and peak >= L/2:  L = max(1, min(floor(0.9 L), floor(L x 2 x baseline / rtt)))
+//	rtt > 3 x baseline and peak >= L/2:  L = max(1, min(floor(0.9 L), floor(L x 3 x baseline / rtt)))
 //	s >= MaxSaturation and peak >= L/2, or a request timed out:  L = max(1, floor(0.9 L))
-//	s < MaxSaturation and peak >= L, rtt <= 2 x baseline:  L = min(L + step, floor(MaxSaturation x occupancy / s))
+//	s < MaxSaturation and peak >= L, rtt <= 3 x baseline:  L = min(L + step, floor(MaxSaturation x occupancy / s))
 //	otherwise: L holds
 //
 // The first line needs rtt over its bound in two windows in a row, and
@@ -186,8 +191,8 @@ const (
 // probe up, when rtt stayed within 1.5 times the no-load latency
 // (baseline, as above): the requests added did not queue, and a window's
 // noisy throughput does not hold an async worker low. As with a worker
-// that reports, a probe up is never kept past twice the no-load latency,
-// and a worker past three times it is probed down at once: the front's
+// that reports, a probe up is never kept past three times the no-load
+// latency, and a worker past it is probed down at once: the front's
 // queue is judged against the service time (the admission Controller's
 // CoDel floor), so latency bought for a little throughput would be paid
 // again in the queue. A single-threaded CPU-bound worker gains nothing from a second request at
