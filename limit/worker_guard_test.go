@@ -19,6 +19,20 @@ func windowOf(w *Worker, now *time.Time, held, n int, rtt time.Duration, sat flo
 	return l
 }
 
+// learnedAt16 returns a Worker at 16 (of 64) that has learned a no-load
+// latency of 60 ms from one light window, whose reports said sat.
+func learnedAt16(t *testing.T, now *time.Time, sat float64) *Worker {
+	t.Helper()
+	w, err := NewWorker(*now, WorkerOptions{Initial: 16, Max: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := windowOf(w, now, 1, 4, 60*time.Millisecond, sat); got != 16 {
+		t.Fatalf("a light window: got limit %d, want 16 held", got)
+	}
+	return w
+}
+
 // A cut for latency needs the latency over its bound in two windows in a
 // row, and is judged once per backlog: the requests that finish in the
 // windows after it were sent under the old limit and waited inside the
@@ -27,13 +41,7 @@ func windowOf(w *Worker, now *time.Time, held, n int, rtt time.Duration, sat flo
 // the worker is still slow.
 func TestWorkerGuardCutsOnceForOneBacklog(t *testing.T) {
 	now := time.Unix(0, 0)
-	w, err := NewWorker(now, WorkerOptions{Initial: 16, Max: 64})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := windowOf(w, &now, 1, 4, 60*time.Millisecond, 0.3); got != 16 {
-		t.Fatalf("a light window: got limit %d, want 16 held", got)
-	}
+	w := learnedAt16(t, &now, 0.3)
 	// 250 ms is over three times the 60 ms no-load latency.
 	if got := windowOf(w, &now, 16, 16, 250*time.Millisecond, 0.5); got != 16 {
 		t.Fatalf("at 16, one window of 250 ms: got limit %d, want 16 held (a stall passes)", got)
@@ -102,13 +110,7 @@ func TestWorkerBaselineNeedsSamples(t *testing.T) {
 // twice, they served 4-17% less. Past three times, it is not.
 func TestWorkerGuardGrowsUpToThreeTimes(t *testing.T) {
 	now := time.Unix(0, 0)
-	w, err := NewWorker(now, WorkerOptions{Initial: 16, Max: 64})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := windowOf(w, &now, 1, 4, 60*time.Millisecond, 0.1); got != 16 {
-		t.Fatalf("a light window: got limit %d, want 16 held", got)
-	}
+	w := learnedAt16(t, &now, 0.1)
 	// The first window at 16 projects from the light one's occupancy, 1:
 	// held whatever the latency; the second grows it.
 	if got := windowOf(w, &now, 16, 16, 150*time.Millisecond, 0.5); got != 16 {
