@@ -493,8 +493,10 @@ func TestWorkerLimitSimLatencyGuardsAnIdleLookingLoop(t *testing.T) {
 		if got := slicesMax(trace); got > 5 {
 			t.Errorf("limit reached %d, want at most 5 (trace %v)", got, trace)
 		}
-		if got := share(trace, 10, func(l int) bool { return l <= 3 }); got < 0.4 {
-			t.Errorf("limit at most 3 for %.0f%% of the time, want at least 40%% (trace %v)", 100*got, trace)
+		// The scheduling of the simulated requests varies from run to run:
+		// 37-67% of the time at 3 or below over 60 runs.
+		if got := share(trace, 10, func(l int) bool { return l <= 3 }); got < 0.25 {
+			t.Errorf("limit at most 3 for %.0f%% of the time, want at least 25%% (trace %v)", 100*got, trace)
 		}
 	})
 }
