@@ -42,7 +42,11 @@ in three windows of four, one past it against their median. It
 prints, per step, the capacity, and per system goodput (answers within the
 client's timeout per second), success ratio, latency of successes and what
 was shed, and says so when the machine was busy: the figures are then
-those of a shared machine, and vary from run to run.
+those of a shared machine, and vary from run to run. It also says when,
+at or below capacity, the workers fell behind the load during a step
+(their capacity fell, or the server without admission queued past the
+250 ms at which sluice sheds a standing queue): sluice's sheds there
+are a backlog's, not its threshold's.
 
 flags:
 `
@@ -240,8 +244,10 @@ func demoMeasure(ctx context.Context, a *app.App, f *demoFlags, stdout, stderr i
 		return err
 	}
 	for _, s := range steps {
-		if note := fellNote(s); note != "" {
-			fmt.Fprintln(stdout, note)
+		for _, note := range []string{fellNote(s), behindNote(s)} {
+			if note != "" {
+				fmt.Fprintln(stdout, note)
+			}
 		}
 	}
 	return nil
@@ -351,6 +357,28 @@ func fellNote(s demoStep) string {
 	}
 	return fmt.Sprintf("note: at %s the workers sustained %.0f/s after the step, a tenth or more under the %.0f/s it offered: their capacity fell during it, and the step was an overload for both systems",
 		s.phase.Name, s.after, s.phase.Rate)
+}
+
+// demoCalmWait is the wait past which sluice's queue, at or below
+// capacity, is judged standing and shed (admission's calm sojourn).
+const demoCalmWait = 250 * time.Millisecond
+
+// behindNote says, of a step at or below capacity in which sluice shed
+// and the capacity measured after it did not fall (fellNote says that),
+// when the server without admission kept a queue standing past sluice's
+// calm wait: its p99 shows the workers fell behind the offered rate for
+// part of the step, a stall the windows before and after did not see, and
+// sluice shed the backlog where the other queued it. "" otherwise.
+func behindNote(s demoStep) string {
+	if s.multiple > 1 || len(s.stats) < 2 || fellNote(s) != "" {
+		return ""
+	}
+	sl, base := s.stats[0], s.stats[1]
+	if sl.Requests == 0 || sl.SuccessRatio >= 1 || base.Successes == 0 || base.Latency.P99 <= demoCalmWait {
+		return ""
+	}
+	return fmt.Sprintf("note: at %s the server without admission answered its slowest 1%% after %v: the workers fell behind the %.0f/s offered for part of the step, and sluice shed what waited past %v, where the other kept it queued",
+		s.phase.Name, base.Latency.P99.Round(time.Millisecond), s.phase.Rate, demoCalmWait)
 }
 
 // busyNote warns, when the load average is above the CPUs, that other

@@ -33,11 +33,28 @@ func TestDemoNotes(t *testing.T) {
 		{"capacity fell at 0.5x", fellNote(demoStep{multiple: 0.5, phase: loadgen.Phase{Name: "0.5x", Rate: 70}, after: 60}), "at 0.5x the workers sustained 60/s"},
 		{"past capacity it is meant to", fellNote(demoStep{multiple: 2, phase: loadgen.Phase{Name: "2x", Rate: 300}, after: 150}), ""},
 		{"the last step, nothing after", fellNote(demoStep{multiple: 1, phase: loadgen.Phase{Name: "1x", Rate: 143}}), ""},
+		{"fell behind unseen", behindNote(behind(1, 150, 0.91, 778*time.Millisecond)),
+			"note: at 1x the server without admission answered its slowest 1% after 778ms: the workers fell behind the 127/s offered"},
+		{"sluice shed nothing", behindNote(behind(1, 150, 1, 778*time.Millisecond)), ""},
+		{"no standing queue without admission", behindNote(behind(1, 150, 0.97, 120*time.Millisecond)), ""},
+		{"past capacity", behindNote(behind(2, 150, 0.5, 900*time.Millisecond)), ""},
+		{"capacity fell: that note instead", behindNote(behind(1, 100, 0.91, 778*time.Millisecond)), ""},
 	} {
 		if tt.want == "" && tt.got != "" || !strings.Contains(tt.got, tt.want) {
 			t.Errorf("%s: got %q, want %q", tt.name, tt.got, tt.want)
 		}
 	}
+}
+
+// behind returns a step of multiple m at 127/s offered, the capacity
+// measured after it, sluice's success ratio and the p99 of the server
+// without admission.
+func behind(m, after, success float64, p99 time.Duration) demoStep {
+	name := strconv.FormatFloat(m, 'f', -1, 64) + "x"
+	sl := loadgen.Stats{Requests: 381, Successes: int64(381 * success), SuccessRatio: success}
+	base := loadgen.Stats{Requests: 381, Successes: 381, SuccessRatio: 1}
+	base.Latency.P99 = p99
+	return demoStep{multiple: m, phase: loadgen.Phase{Name: name, Rate: 127}, after: after, stats: []loadgen.Stats{sl, base}}
 }
 
 // Past capacity the baseline leaves its workers a backlog, so it runs after
