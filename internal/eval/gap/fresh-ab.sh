@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# fresh-ab.sh: two sluice builds (or settings), each started fresh every
+# round in front of the same two async Node workers and offered one rate
+# at once, rounds alternating their order (A B, then B A): what a front
+# loses while its workers' limits are first learned (a start or a deploy
+# of sluice itself at peak), which async-ab.sh, whose fronts live across
+# rounds, does not show.
+#
+#   go build -o /tmp/sluice ./cmd/sluice
+#   BIN_A=/tmp/sluice-before BIN_B=/tmp/sluice RATE=420 ROUNDS=8 internal/eval/gap/fresh-ab.sh
+#
+# The workers are examples/react-ssr/worker.js (npm ci there first) with
+# ?io=60 (a 60 ms wait, then a 20-card page), reporting nothing
+# (BENCH_NO_SATURATION=1), both on CPU 1; the fronts and `sluice bench`
+# run on CPU 0. Each run offers RATE/s for DUR (5s) to a front started
+# for it, and prints goodput, success %, p99 and its first second's
+# goodput by send time, in 250 ms buckets. Loopback only; every process is
+# ended by PID.
+set -euo pipefail
+BIN_A=${BIN_A:?set BIN_A to a sluice binary}
+BIN_B=${BIN_B:?set BIN_B to a sluice binary}
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../../.." && pwd)
+Q=${Q:-?io=60}
+work=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
+trap cleanup EXIT
+cd "$root/examples/react-ssr"
+for port in 4180 4179; do
+	PORT=$port BENCH_PAGE_ITEMS=${ITEMS:-20} BENCH_NO_SATURATION=1 NODE_ENV=production \
+		taskset -c 1 node -r "$root/internal/eval/node/counters.js" worker.js >"$work/worker-$port.log" 2>&1 & pids+=($!)
+done
+cat >"$work/front.yaml" <<Y
+server: {listen: 127.0.0.1:4181, trustedPeers: [127.0.0.1]}
+admin: {listen: "off"}
+upstreams:
+  servers:
+    - {address: 127.0.0.1:4180}
+    - {address: 127.0.0.1:4179}
+Y
+for _ in $(seq 100); do
+	curl -sf -o /dev/null "http://127.0.0.1:4180/$Q" && curl -sf -o /dev/null "http://127.0.0.1:4179/$Q" && break
+	sleep 0.1
+done
+for port in 4180 4179; do # warm V8's JIT straight, as a front that has just started finds it
+	taskset -c 0 "$BIN_A" bench -rate 100 -duration 2s "http://127.0.0.1:$port/$Q" >/dev/null 2>&1
+done
+run() { # name binary
+	local front out
+	taskset -c 0 "$2" serve -c "$work/front.yaml" >"$work/$1.log" 2>&1 &
+	front=$!
+	for _ in $(seq 100); do
+		curl -sf -o /dev/null http://127.0.0.1:4181/__sluice/ready && break
+		sleep 0.05
+	done
+	sleep 0.5 # the upstreams' first health checks
+	out=$(taskset -c 0 "$BIN_A" bench -rate "${RATE:-420}" -duration "${DUR:-5s}" -json - "http://127.0.0.1:4181/$Q" 2>/dev/null)
+	kill "$front"
+	wait "$front" 2>/dev/null || true
+	echo "$out" | python3 -c 'import json,sys; d=json.load(sys.stdin); t=d["total"]; s=d.get("series") or []
+print("'"$1"'", round(t["goodput_rps"]), "/s succ", round(100*t["success_ratio"],1), "p99", round(t["latency"]["p99_ns"]/1e6), "ms; first second", [x["goodput_rps"] for x in s[:4]])'
+	sleep 3 # the workers finish what the front left them
+}
+for r in $(seq "${ROUNDS:-6}"); do
+	if [ $((r % 2)) = 1 ]; then run A "$BIN_A"; run B "$BIN_B"
+	else run B "$BIN_B"; run A "$BIN_A"; fi
+done
