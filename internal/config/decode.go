@@ -120,7 +120,7 @@ func (d *decoder) typeError(n *yaml.Node, path, want string) {
 	switch {
 	case want == "a string" && n.Kind == yaml.ScalarNode && n.ShortTag() == "!!int" && strings.HasSuffix(path, "listen"):
 		// A bare port: quoted, it would still not be host:port.
-		hint = fmt.Sprintf(" (write %q: port %s on every interface)", ":"+n.Value, n.Value)
+		hint = portHint(path, n.Value)
 	case want == "a string" && n.Kind == yaml.ScalarNode:
 		hint = " (quote it to make it a string)"
 	}

@@ -41,7 +41,7 @@ func TestErrors(t *testing.T) {
 		// Wrong types.
 		{"number for string", "server:\n  healthPath: 3000\n", 2, "server.healthPath", "want a string, got 3000 (quote it"},
 		{"port for listen", "server:\n  listen: 3300\n", 2, "server.listen", `want a string, got 3300 (write ":3300": port 3300 on every interface)`},
-		{"port for admin listen", "admin:\n  listen: 9091\n", 2, "admin.listen", `want a string, got 9091 (write ":9091"`},
+		{"port for admin listen", "admin:\n  listen: 9091\n", 2, "admin.listen", `want a string, got 9091 (write "127.0.0.1:9091": port 9091 on the loopback)`},
 		{"scalar for section", "server:\n  backpressure: true\n", 2, "server.backpressure", "want a mapping, got true"},
 		{"string for bool", "server:\n  h2c: \"yes\"\n", 2, "server.h2c", "want true or false"},
 		{"string for int", "server:\n  backpressure:\n    minLimit: \"100\"\n", 3, "server.backpressure.minLimit", "want a whole number"},

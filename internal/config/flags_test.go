@@ -62,7 +62,9 @@ func TestFlagsErrors(t *testing.T) {
 		want []string
 	}{
 		{"bad listen", "", config.Overrides{Flags: config.Flags{Listen: "3300"}},
-			[]string{`--listen: server.listen: "3300" is not host:port`}},
+			[]string{`--listen: server.listen: "3300" is not host:port (write ":3300": port 3300 on every interface)`}},
+		{"port alone for admin", "", config.Overrides{Flags: config.Flags{Admin: "9091"}},
+			[]string{`--admin: admin.listen: "9091" is not host:port (write "127.0.0.1:9091": port 9091 on the loopback) (or "off" to disable)`}},
 		{"bad admin", "", config.Overrides{Flags: config.Flags{Admin: "x"}},
 			[]string{`--admin: admin.listen: "x" is not host:port (or "off" to disable)`}},
 		{"workers without workers", "", config.Overrides{Flags: config.Flags{Workers: "2"}},

@@ -206,7 +206,7 @@ func (v *validator) urlPath(path, p string, optional bool) {
 }
 
 func (v *validator) server(s *Server) {
-	if err := checkHostPort(s.Listen, true); err != nil {
+	if err := checkHostPort("server.listen", s.Listen, true); err != nil {
 		v.errorf("server.listen", "%v", err)
 	}
 	switch {
@@ -290,7 +290,7 @@ func (v *validator) admin(a *Admin) {
 		v.errorf("admin.listen", "must not be empty (write %q to disable the admin listener)", AdminOff)
 		return
 	}
-	if err := checkHostPort(a.Listen, true); err != nil {
+	if err := checkHostPort("admin.listen", a.Listen, true); err != nil {
 		v.errorf("admin.listen", "%v (or %q to disable)", err, AdminOff)
 	}
 	for i, h := range a.AllowedHosts {
@@ -394,7 +394,7 @@ func (v *validator) upstreams(u *Upstreams) {
 			if sock == "" {
 				v.errorf(p+".address", "%q has no socket path", s.Address)
 			}
-		} else if err := checkHostPort(s.Address, false); err != nil {
+		} else if err := checkHostPort("", s.Address, false); err != nil {
 			v.errorf(p+".address", "%v (or unix:/path/to.sock)", err)
 		}
 		v.concurrency(p+".", s.Concurrency, s.MaxConcurrency)

@@ -98,13 +98,29 @@ func parsePeer(s string) (netip.Prefix, error) {
 	return netip.PrefixFrom(a, a.BitLen()), nil
 }
 
-// checkHostPort checks a listen or dial address, host:port. The host may be
-// empty (every interface) only when listening; the port is a number, and 0
-// (any free port) only when listening.
-func checkHostPort(addr string, listening bool) error {
+// portHint returns the hint for a port given alone where the listen
+// address at path wants host:port: every interface for the server, the
+// loopback for the admin listener, which should stay off the network.
+func portHint(path, port string) string {
+	if path == "admin.listen" {
+		return fmt.Sprintf(" (write %q: port %s on the loopback)", "127.0.0.1:"+port, port)
+	}
+	return fmt.Sprintf(" (write %q: port %s on every interface)", ":"+port, port)
+}
+
+// checkHostPort checks a listen or dial address, host:port, at path. The
+// host may be empty (every interface) only when listening; the port is a
+// number, and 0 (any free port) only when listening.
+func checkHostPort(path, addr string, listening bool) error {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return fmt.Errorf("%q is not host:port", addr)
+		hint := ""
+		if _, perr := strconv.ParseUint(addr, 10, 16); perr == nil && listening {
+			// A port alone, as a flag takes it (a file's number is caught
+			// by its type, with the same hint).
+			hint = portHint(path, addr)
+		}
+		return fmt.Errorf("%q is not host:port%s", addr, hint)
 	}
 	p, err := strconv.ParseUint(port, 10, 16)
 	if err != nil {
