@@ -216,6 +216,45 @@ func TestRunDrains(t *testing.T) {
 	}
 }
 
+// A cut's log says why the drain was cut short, as the error does: a
+// second signal is not a shutdownTimeout that passed with requests still
+// running.
+func TestRunCutSaysWhy(t *testing.T) {
+	cfg, err := config.Parse("t", []byte("server: {drainDelay: 0s}\nadmin: {listen: off}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &testutil.Buffer{}
+	a, err := New(Options{Config: cfg, Library: testLibrary, Listener: ln, Logger: slog.New(slog.NewTextHandler(logs, nil)),
+		Hangup: make(chan os.Signal)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- a.Run(context.Background()) }()
+	// Served once: the server is running when it is cut.
+	resp, err := http.Get("http://" + ln.Addr().String() + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	a.Cut()
+	if err := <-done; err == nil {
+		t.Fatal("Run after a cut: got nil, want the cut's error")
+	}
+	out := logs.String()
+	if !strings.Contains(out, `msg="drain cut short"`) || !strings.Contains(out, "Cut called before the drain") {
+		t.Errorf("the log does not say the drain was cut, and why:\n%s", out)
+	}
+	if strings.Contains(out, "shutdownTimeout") {
+		t.Errorf("the log blames shutdownTimeout for a cut:\n%s", out)
+	}
+}
+
 // The admin listener answers through the whole drain: it stops only once
 // the server has finished.
 func TestRunAdminAnswersThroughTheDrain(t *testing.T) {

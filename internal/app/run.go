@@ -119,7 +119,8 @@ func (a *App) serve(ctx context.Context, ln net.Listener) error {
 	err := a.srv.Serve(ctx, ln)
 	switch {
 	case errors.Is(err, server.ErrCut):
-		a.log.Error("drain cut short: requests were still running at shutdownTimeout", "err", err)
+		// err says why: shutdownTimeout passed, or a second signal.
+		a.log.Error("drain cut short", "err", err)
 	case err != nil:
 		a.log.Error("server", "err", err)
 	}
