@@ -277,8 +277,7 @@ func (a *App) rollWorkers(ctx context.Context, sup *supervisor.Supervisor, newSp
 	a.tolerateRoll(rollGrace)
 	switch {
 	case err == nil:
-		a.log.Info("rolling restart done")
-		return
+		return // the supervisor logged it done, with its workers and time
 	case errors.Is(err, supervisor.ErrRestarting) && newSpec:
 		a.log.Warn("rolling restart: one is already running; the slots it has not reached yet start with the reloaded command, the others keep the previous one until the next rolling restart")
 		return
