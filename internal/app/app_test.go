@@ -164,11 +164,12 @@ func TestWrapFrontFrontMode(t *testing.T) {
 	}
 }
 
-// Run serves on Options.Listener until its context is done, drains, and
-// returns nil once every actor has stopped: the listener is closed, and
-// so is the admin listener; the SIGHUP loop has ended.
-func TestRunDrains(t *testing.T) {
-	cfg, err := config.Parse("t", []byte("server: {drainDelay: 0s}\nadmin: {listen: \"127.0.0.1:0\"}\n"))
+// runLibrary starts Run, under ctx, of an App serving testLibrary with
+// the config src on a listener of its own, and returns the App, its
+// listener, its log and Run's result to come.
+func runLibrary(t *testing.T, ctx context.Context, src string) (*App, net.Listener, *testutil.Buffer, <-chan error) {
+	t.Helper()
+	cfg, err := config.Parse("t", []byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,9 +183,17 @@ func TestRunDrains(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
+	return a, ln, logs, done
+}
+
+// Run serves on Options.Listener until its context is done, drains, and
+// returns nil once every actor has stopped: the listener is closed, and
+// so is the admin listener; the SIGHUP loop has ended.
+func TestRunDrains(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	_, ln, logs, done := runLibrary(t, ctx, "server: {drainDelay: 0s}\nadmin: {listen: \"127.0.0.1:0\"}\n")
 	// The listener is open before Run: the request waits in its backlog
 	// until the server takes it.
 	resp, err := http.Get("http://" + ln.Addr().String() + "/")
@@ -220,22 +229,7 @@ func TestRunDrains(t *testing.T) {
 // second signal is not a shutdownTimeout that passed with requests still
 // running.
 func TestRunCutSaysWhy(t *testing.T) {
-	cfg, err := config.Parse("t", []byte("server: {drainDelay: 0s}\nadmin: {listen: off}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	logs := &testutil.Buffer{}
-	a, err := New(Options{Config: cfg, Library: testLibrary, Listener: ln, Logger: slog.New(slog.NewTextHandler(logs, nil)),
-		Hangup: make(chan os.Signal)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- a.Run(context.Background()) }()
+	a, ln, logs, done := runLibrary(t, context.Background(), "server: {drainDelay: 0s}\nadmin: {listen: off}\n")
 	// Served once: the server is running when it is cut.
 	resp, err := http.Get("http://" + ln.Addr().String() + "/")
 	if err != nil {
