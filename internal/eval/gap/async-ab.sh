@@ -18,20 +18,8 @@
 # worker limits and the queue's bound at its end. Loopback only; every
 # process is ended by PID.
 set -euo pipefail
-BIN_A=${BIN_A:?set BIN_A to a sluice binary}
-BIN_B=${BIN_B:?set BIN_B to a sluice binary}
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../../.." && pwd)
-Q=${Q:-?io=60}
-work=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
-trap cleanup EXIT
-cd "$root/examples/react-ssr"
-for port in 4190 4189; do
-	PORT=$port BENCH_PAGE_ITEMS=${ITEMS:-20} BENCH_NO_SATURATION=1 NODE_ENV=production \
-		taskset -c 1 node -r "$root/internal/eval/node/counters.js" worker.js >"$work/worker-$port.log" 2>&1 & pids+=($!)
-done
+. "$(dirname "$0")/common.sh"
+start_workers 4190 4189
 front() { # name listen admin concurrency
 	cat >"$work/$1.yaml" <<Y
 server: {listen: 127.0.0.1:$2, maxConcurrentRequests: 0}
