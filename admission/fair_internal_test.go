@@ -159,7 +159,7 @@ func TestCoDelRegime(t *testing.T) {
 	if !c.due(now) {
 		t.Fatal("a codel with no window begun is not due")
 	}
-	c.roll(now, arrivals, sheds, queued) // begins the first window
+	c.roll(now, arrivals, 0, sheds, queued) // begins the first window
 	for _, s := range steps {
 		if c.due(now.Add(regimeWindow - time.Nanosecond)) {
 			t.Fatalf("%s: due before the window's shortest length", s.name)
@@ -171,7 +171,7 @@ func TestCoDelRegime(t *testing.T) {
 		arrivals += s.arrivals
 		sheds += s.sheds
 		queued += s.grew
-		c.roll(now, arrivals, sheds, queued)
+		c.roll(now, arrivals, 0, sheds, queued)
 		want := calmSojourn
 		if s.overloaded {
 			want = floor
@@ -184,27 +184,80 @@ func TestCoDelRegime(t *testing.T) {
 	// (overloaded), until enough have come.
 	now = now.Add(regimeWindow)
 	arrivals += regimeArrivals - 1
-	c.roll(now, arrivals, sheds, queued)
+	c.roll(now, arrivals, 0, sheds, queued)
 	if got := c.judged(floor); got != floor {
 		t.Errorf("a window of %d arrivals: judged %v, want it not judged yet (the floor)", regimeArrivals-1, got)
 	}
 	now = now.Add(regimeWindow)
 	arrivals++
-	c.roll(now, arrivals, sheds, queued)
+	c.roll(now, arrivals, 0, sheds, queued)
 	if got := c.judged(floor); got != calmSojourn {
 		t.Errorf("the window with its %dth arrival: judged %v, want calm", regimeArrivals, got)
 	}
 	// A waiter leaves the queue an instant before it is counted as given
 	// up: the counts step back by one, and the window goes on.
 	now = now.Add(regimeWindow)
-	c.roll(now, arrivals-1, sheds, queued-1)
+	c.roll(now, arrivals-1, 0, sheds, queued-1)
 	if got := c.judged(floor); got != calmSojourn {
 		t.Errorf("counts one back: judged %v, want the window not judged (calm)", got)
 	}
 	now = now.Add(regimeWindow)
-	c.roll(now, arrivals+40, sheds+30, queued)
+	c.roll(now, arrivals+40, 0, sheds+30, queued)
 	if got := c.judged(floor); got != floor {
 		t.Errorf("after the step back, 30 of 40 shed: judged %v, want overloaded", got)
+	}
+}
+
+// A queue that grows because the slots slowed (a stall: a neighbour took
+// the CPU) is not an overload: what arrives is no more than the slots
+// admit when they keep up, and the backlog is queued through up to the
+// calm sojourn. A queue that grows because arrivals surged past half again
+// that rate is one, as is a fall in the slots' rate that lasts, once the
+// rate measured in busy windows has followed it down. Before any busy
+// window the queue's growth alone judges.
+func TestCoDelStallIsNotOverload(t *testing.T) {
+	const floor = 40 * time.Millisecond
+	c := &codel{target: 5 * time.Millisecond, interval: 100 * time.Millisecond}
+	now := time.Unix(1000, 0)
+	var arrivals, admitted, sheds uint64
+	queued := 10
+	window := func(arrived, admits uint64) bool {
+		now = now.Add(regimeWindow)
+		arrivals += arrived
+		admitted += admits
+		queued += int(arrived) - int(admits)
+		c.roll(now, arrivals, admitted, sheds, queued)
+		return c.judged(floor) == floor
+	}
+	c.roll(now, arrivals, admitted, sheds, queued) // begins the first window
+	if !window(20, 5) {
+		t.Fatal("a stall before any busy window: calm, want overloaded (the queue's growth alone judges)")
+	}
+	// The slots admit 200/s while the queue stands; 20 arrive a window.
+	for range 8 {
+		if window(20, 20) {
+			t.Fatal("a standing queue at 1x: overloaded, want calm")
+		}
+	}
+	for i := range 3 {
+		if window(20, 5) {
+			t.Fatalf("stall window %d, 20 arrived and 5 admitted: overloaded, want calm", i+1)
+		}
+	}
+	for range 4 {
+		window(20, 20)
+	}
+	if !window(40, 20) {
+		t.Error("arrivals surged to twice the slots' rate: calm, want overloaded")
+	}
+	// The slots' rate halves for good: once the busy windows' rate has
+	// followed it, 20 arrivals a window are a surge past it.
+	overloaded := false
+	for range 20 {
+		overloaded = window(20, 10)
+	}
+	if !overloaded {
+		t.Error("the slots' rate halved for 2 s: calm, want overloaded")
 	}
 }
 

@@ -222,12 +222,17 @@ func TestCalmQueueAtCapacity(t *testing.T) {
 
 // Below capacity, stalls of up to 250 ms at a third of the speed build
 // queues that drain once they pass: queued through, not shed past the
-// floor (which served 96.8%).
+// floor (which served 96.8% at 0.9x). A stall's queue grows by more than
+// two fifths of what arrives, yet arrivals did not surge past the rate
+// the slots keep when busy: the regime stays calm (judged by the queue's
+// growth alone, 97.7% at 0.95x).
 func TestStallsBelowCapacityQueuedThrough(t *testing.T) {
-	cfg := renderers(0.9)
-	cfg.stallHz, cfg.factor = 0.5, 3
-	if got := median(runSeeds(t, cfg, 4), func(r stallRes) float64 { return r.goodput(cfg.rho) / cfg.rho }); got < 0.985 {
-		t.Errorf("at 0.9x with stalls: success %.3f, want >= 0.985", got)
+	for _, rho := range []float64{0.9, 0.95} {
+		cfg := renderers(rho)
+		cfg.stallHz, cfg.factor = 0.5, 3
+		if got := median(runSeeds(t, cfg, 8), func(r stallRes) float64 { return r.goodput(cfg.rho) / cfg.rho }); got < 0.985 {
+			t.Errorf("at %vx with stalls: success %.3f, want >= 0.985", rho, got)
+		}
 	}
 }
 
