@@ -36,7 +36,8 @@ SSR processes), then offers an open-loop load ramp at multiples of their
 capacity, twice: through sluice, and to the same workers through a plain
 round-robin proxy with no admission control, one after the other at each
 step, so that what else runs on the machine weighs on both alike. Before
-each step it measures the capacity again, in short closed-loop windows:
+each step, and after the last, it measures the capacity again, in short
+closed-loop windows:
 a step at or below capacity is set against the rate the workers sustained
 in three windows of four, one past it against their median. It
 prints, per step, the capacity, and per system goodput (answers within the
@@ -46,7 +47,8 @@ those of a shared machine, and vary from run to run. It also says when,
 at or below capacity, the workers fell behind the load during a step
 (their capacity fell, or the server without admission queued past the
 250 ms at which sluice sheds a standing queue): sluice's sheds there
-are a backlog's, not its threshold's.
+are a backlog's, not its threshold's; and when, past capacity, the
+workers sustained less after a step than the capacity it was set against.
 
 flags:
 `
@@ -260,7 +262,7 @@ type demoStep struct {
 	phase    loadgen.Phase
 	capacity float64
 	// after is the median of the windows measured after the step (before
-	// the next; 0 after the last): a step that met less capacity than it
+	// the next, or after the last): a step that met less capacity than it
 	// was set against shows it.
 	after float64
 	stats []loadgen.Stats // by system, as demoRamp.names
@@ -324,6 +326,16 @@ func (r *demoRamp) run(ctx context.Context, stderr io.Writer) ([]demoStep, error
 		}
 		steps = append(steps, st)
 	}
+	// The capacity after the last step too: a step that met less than it
+	// was set against shows it, whichever step it was.
+	if err := waitIdle(ctx, r.sup, 30*time.Second); err != nil {
+		return nil, err
+	}
+	rates, err := r.windows(stepWindows, capacityWindow)
+	if err != nil {
+		return nil, err
+	}
+	steps[len(steps)-1].after = quantile(rates, 0.5)
 	return steps, nil
 }
 
@@ -346,13 +358,25 @@ func stepOrder(m float64, systems int) []int {
 	return order
 }
 
-// fellNote says, of a step at or below capacity, when the workers
-// sustained a tenth less after it than it offered (the measurement's own
-// spread is about that): their capacity fell during the step, which was
-// then an overload for every system, and its sheds are no measure of what
-// sluice does at capacity. "" otherwise.
+// fellNote says when the workers sustained a tenth less after a step than
+// it needed of them (the measurement's own spread is about that): their
+// capacity fell during the step. At or below capacity, a tenth less than
+// it offered: the step was then an overload for every system, and its
+// sheds are no measure of what sluice does at capacity. Past it, a tenth
+// less than the capacity it was set against: the goodput that column
+// measures was served by slower workers. "" otherwise.
 func fellNote(s demoStep) string {
-	if s.multiple > 1 || s.after <= 0 || s.after >= 0.9*s.phase.Rate {
+	if s.after <= 0 {
+		return ""
+	}
+	if s.multiple > 1 {
+		if s.after >= 0.9*s.capacity {
+			return ""
+		}
+		return fmt.Sprintf("note: at %s the workers sustained %.0f/s after the step, a tenth or more under the %.0f/s capacity it was set against: their capacity fell during it, and its goodput was served with less",
+			s.phase.Name, s.after, s.capacity)
+	}
+	if s.after >= 0.9*s.phase.Rate {
 		return ""
 	}
 	return fmt.Sprintf("note: at %s the workers sustained %.0f/s after the step, a tenth or more under the %.0f/s it offered: their capacity fell during it, and the step was an overload for both systems",
