@@ -664,7 +664,7 @@ func (c *Controller) dispatchLocked() {
 				c.finishLocked(victim, c.shed(c.q.dropReason(victim)))
 				continue
 			}
-			c.q.lifo = c.lifo && c.codel.standing()
+			c.q.lifo = c.lifo && c.codel.standing() && c.codel.overloaded
 		}
 		if !w.req.Deadline.IsZero() && now.Add(c.expected(int(w.class))).After(w.req.Deadline) {
 			c.finishLocked(w, c.shed(ReasonDeadline))

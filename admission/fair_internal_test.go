@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"testing"
 	"testing/synctest"
@@ -258,6 +259,71 @@ func TestCoDelStallIsNotOverload(t *testing.T) {
 	}
 	if !overloaded {
 		t.Error("the slots' rate halved for 2 s: calm, want overloaded")
+	}
+}
+
+// While a queue stands under overload, adaptive LIFO serves the newest
+// request first: the oldest are the likeliest to have been given up on.
+// Calm, at or below capacity, the queue is served first in first out even
+// with adaptive LIFO on: a standing queue there is a drift or a stall's
+// backlog, and newest first would leave all of it to age past the calm
+// sojourn and be shed at once, where in order only what passes it is.
+func TestAdaptiveLIFOUnderOverloadOnly(t *testing.T) {
+	for _, tt := range []struct {
+		lifo, overloaded bool
+		want             []int
+	}{
+		{false, true, []int{1, 2, 3}},
+		{true, false, []int{1, 2, 3}},
+		{true, true, []int{1, 3, 2}},
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			c, err := New(Options{Limit: limit.NewFixed(1), CoDelTarget: 5 * time.Millisecond, AdaptiveLIFO: tt.lifo})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.mu.Lock()
+			c.codel.overloaded = tt.overloaded
+			c.mu.Unlock()
+			held, err := c.Acquire(context.Background(), Request{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			type admitted struct {
+				id int
+				p  Permit
+			}
+			out := make(chan admitted, 3)
+			enqueue := func(id int) {
+				go func() {
+					p, err := c.Acquire(context.Background(), Request{})
+					if err != nil {
+						t.Errorf("waiter %d: %v", id, err)
+					}
+					out <- admitted{id, p}
+				}()
+				synctest.Wait()
+			}
+			enqueue(1)
+			// Sojourn above the calm sojourn (250 ms): the queue stands
+			// in either regime.
+			time.Sleep(300 * time.Millisecond)
+			enqueue(2)
+			enqueue(3)
+			held.Release()
+			var got []int
+			for range 3 {
+				a := <-out
+				got = append(got, a.id)
+				if a.p.c != nil {
+					a.p.Release()
+				}
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("lifo %v, overloaded %v: got order %v, want %v", tt.lifo, tt.overloaded, got, tt.want)
+			}
+		})
 	}
 }
 

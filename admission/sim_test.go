@@ -3,7 +3,6 @@ package admission_test
 import (
 	"context"
 	"math/rand/v2"
-	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -400,42 +399,6 @@ func TestWeightedTenants(t *testing.T) {
 			t.Errorf("gold/plain served: got %.2f (%d/%d), want about 3 (their weights)", ratio, res["gold"].served, res["plain"].served)
 		}
 	})
-}
-
-// While a queue stands, adaptive LIFO serves the newest request first: the
-// oldest are the likeliest to have been given up on.
-func TestAdaptiveLIFO(t *testing.T) {
-	for _, tt := range []struct {
-		lifo bool
-		want []int
-	}{
-		{false, []int{1, 2, 3}},
-		{true, []int{1, 3, 2}},
-	} {
-		synctest.Test(t, func(t *testing.T) {
-			c := newController(t, 1, admission.Options{CoDelTarget: 5 * time.Millisecond, AdaptiveLIFO: tt.lifo})
-			held := mustAcquire(t, c)
-			out := make(chan result, 3)
-			enqueue(context.Background(), c, 1, admission.Request{}, out)
-			// Sojourn above the calm sojourn (250 ms): the queue stands.
-			time.Sleep(300 * time.Millisecond)
-			enqueue(context.Background(), c, 2, admission.Request{}, out)
-			enqueue(context.Background(), c, 3, admission.Request{}, out)
-			held.Release()
-			var got []int
-			for range 3 {
-				r := <-out
-				if r.err != nil {
-					t.Fatalf("waiter %d: %v", r.id, r.err)
-				}
-				got = append(got, r.id)
-				r.p.Release()
-			}
-			if !slices.Equal(got, tt.want) {
-				t.Fatalf("lifo=%v: got order %v, want %v", tt.lifo, got, tt.want)
-			}
-		})
-	}
 }
 
 // Under a sustained overload CoDel sheds the excess whichever order the
