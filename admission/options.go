@@ -121,11 +121,15 @@ type Options struct {
 	CoDelInterval time.Duration
 
 	// AdaptiveLIFO serves each tenant's newest request first while the
-	// queue stands (sojourn above CoDelTarget; requires it): the oldest
-	// are the likeliest to have been given up on ("Fail at Scale"). With
-	// CoDel shedding a standing queue's excess in either order, it keeps
-	// the same goodput and the served wait little, where first in, first
-	// out serves each one when it has waited nearly CoDel's threshold.
+	// queue stands under overload (sojourn above CoDel's threshold, in
+	// CoDel's overloaded regime; requires CoDel): the oldest are the
+	// likeliest to have been given up on ("Fail at Scale"). With CoDel
+	// shedding a standing queue's excess in either order, it keeps the
+	// same goodput and the served wait little, where first in, first out
+	// serves each one when it has waited nearly CoDel's threshold. Calm,
+	// at or below capacity, the queue is served in order even so: newest
+	// first would leave all of a drift's or a stall's backlog to age past
+	// the threshold and be shed, where in order only what passes it is.
 	// sluice's configuration turns it on by default.
 	AdaptiveLIFO bool
 
