@@ -262,6 +262,44 @@ func TestCoDelStallIsNotOverload(t *testing.T) {
 	}
 }
 
+// At about capacity a queue that drifts past the calm sojourn is shed as
+// it passes it, and a window may see a fifth of its arrivals shed; that
+// alone is not an overload while arrivals come no faster than 1.2 times
+// the slots' busy rate (smoothed over windows): the floor would shed the
+// rest of the queue, requests the slots were about to serve. Arrivals
+// that stay past that rate with the same sheds are one.
+func TestCoDelShedsAtCapacityAreNotOverload(t *testing.T) {
+	const floor = 40 * time.Millisecond
+	c := &codel{target: 5 * time.Millisecond, interval: 100 * time.Millisecond}
+	now := time.Unix(1000, 0)
+	var arrivals, admitted, sheds uint64
+	queued := 30
+	window := func(arrived, admits, shed uint64) bool {
+		now = now.Add(regimeWindow)
+		arrivals += arrived
+		admitted += admits
+		sheds += shed
+		queued += int(arrived) - int(admits) - int(shed)
+		c.roll(now, arrivals, admitted, sheds, queued)
+		return c.judged(floor) == floor
+	}
+	c.roll(now, arrivals, admitted, sheds, queued) // begins the first window
+	// The slots admit 200/s while the queue stands; 20 arrive a window.
+	for range 8 {
+		window(20, 20, 0)
+	}
+	if window(20, 14, 6) {
+		t.Error("at capacity, 6 of 20 shed as the queue passed the calm sojourn: overloaded, want calm")
+	}
+	overloaded := false
+	for range 8 {
+		overloaded = window(30, 20, 10)
+	}
+	if !overloaded {
+		t.Error("1.5x for 0.8 s, a third shed: calm, want overloaded")
+	}
+}
+
 // While a queue stands under overload, adaptive LIFO serves the newest
 // request first: the oldest are the likeliest to have been given up on.
 // Calm, at or below capacity, the queue is served first in first out even
