@@ -109,7 +109,10 @@ func codelFloor(service time.Duration, slots int64) time.Duration {
 // an overload; the second passes, and its backlog is served once it has.
 // So the requests not admitted count only in a window whose arrivals came
 // faster than surgeShare (half again) the busy rate: the rate at which the
-// slots admitted in the windows that began and ended with a queue, which
+// slots finished requests in the windows that began and ended with a
+// queue (not their admissions: a limit raised admits a bunch at once, and
+// an estimate that follows a rise faster than a fall took such bunches
+// for capacity, which held quiet async workers calm at 2x), which
 // follows a rise within a window or two and a fall over about eight (a
 // stall's windows pull it down little; a fall that lasts, as when a
 // worker is gone, it follows, and arrivals then surge past it). Before
@@ -167,9 +170,11 @@ type codel struct {
 	admitted    uint64    // its admissions
 	sheds       uint64    // its sheds for overload
 	queued      int       // its queue
+	inflight    int64     // the requests it held
 
-	// busyRate is the rate, per second, at which the slots admitted in
-	// windows that began and ended with a queue; 0 before the first.
+	// busyRate is the rate, per second, at which the slots finished
+	// requests in windows that began and ended with a queue; 0 before the
+	// first.
 	busyRate float64
 	// arrivalRate is the arrivals' rate, per second, smoothed over the
 	// windows judged; 0 before the first.
@@ -182,12 +187,13 @@ func (c *codel) due(now time.Time) bool { return !now.Before(c.windowEnd) }
 
 // roll ends the regime window at now, given the Controller's counts so
 // far: its arrivals (admitted, shed, given up or queued), its admissions,
-// its sheds for overload (see Controller.overloadSheds), and its queue
-// now. Over the window, the sheds and the queue's growth are what arrived
-// and was not admitted; a window that began and ended with a queue gives
-// the busy rate its admissions' rate. A window with fewer than
+// its sheds for overload (see Controller.overloadSheds), its queue now and
+// the requests it holds. Over the window, the sheds and the queue's growth
+// are what arrived and was not admitted; a window that began and ended
+// with a queue gives the busy rate the rate at which its slots finished
+// requests. A window with fewer than
 // regimeArrivals arrivals goes on.
-func (c *codel) roll(now time.Time, arrivals, admitted, sheds uint64, queued int) {
+func (c *codel) roll(now time.Time, arrivals, admitted, sheds uint64, queued int, inflight int64) {
 	if !c.windowEnd.IsZero() {
 		// Signed: a waiter that gave up leaves the queue an instant before
 		// it is counted as cancelled, so the counts may step back by one.
@@ -208,7 +214,11 @@ func (c *codel) roll(now time.Time, arrivals, admitted, sheds uint64, queued int
 		loaded := c.busyRate == 0 || c.arrivalRate > loadShare*c.busyRate
 		c.overloaded = shed > shedShare*float64(n) && loaded || excess > excessShare*float64(n) && surge
 		if c.queued > 0 && queued > 0 {
-			r := float64(admitted-c.admitted) / elapsed
+			// What the slots finished: the admitted less those still held.
+			// Not the admissions alone, which a limit raised (a worker's
+			// probe up) bunches into one window.
+			done := max(float64(admitted-c.admitted)-float64(inflight-c.inflight), 0)
+			r := done / elapsed
 			switch {
 			case c.busyRate == 0:
 				c.busyRate = r
@@ -219,7 +229,7 @@ func (c *codel) roll(now time.Time, arrivals, admitted, sheds uint64, queued int
 			}
 		}
 	}
-	c.arrivals, c.admitted, c.sheds, c.queued = arrivals, admitted, sheds, queued
+	c.arrivals, c.admitted, c.sheds, c.queued, c.inflight = arrivals, admitted, sheds, queued, inflight
 	c.windowStart, c.windowEnd = now, now.Add(regimeWindow)
 }
 

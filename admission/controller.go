@@ -654,7 +654,7 @@ func (c *Controller) dispatchLocked() {
 			service := c.service()
 			if c.codel.due(now) {
 				queued := c.q.len()
-				c.codel.roll(now, c.arrivals()+uint64(queued), c.admitted.Load()+c.fastAdmittedTotal(), c.overloadSheds(), queued)
+				c.codel.roll(now, c.arrivals()+uint64(queued), c.admitted.Load()+c.fastAdmittedTotal(), c.overloadSheds(), queued, inflightOf(c.state.Load()))
 			}
 			floor := c.codel.judged(codelFloor(service, limitOf(c.state.Load())))
 			if now.Before(c.tolerateUntil) {

@@ -160,7 +160,7 @@ func TestCoDelRegime(t *testing.T) {
 	if !c.due(now) {
 		t.Fatal("a codel with no window begun is not due")
 	}
-	c.roll(now, arrivals, 0, sheds, queued) // begins the first window
+	c.roll(now, arrivals, 0, sheds, queued, 0) // begins the first window
 	for _, s := range steps {
 		if c.due(now.Add(regimeWindow - time.Nanosecond)) {
 			t.Fatalf("%s: due before the window's shortest length", s.name)
@@ -172,7 +172,7 @@ func TestCoDelRegime(t *testing.T) {
 		arrivals += s.arrivals
 		sheds += s.sheds
 		queued += s.grew
-		c.roll(now, arrivals, 0, sheds, queued)
+		c.roll(now, arrivals, 0, sheds, queued, 0)
 		want := calmSojourn
 		if s.overloaded {
 			want = floor
@@ -185,25 +185,25 @@ func TestCoDelRegime(t *testing.T) {
 	// (overloaded), until enough have come.
 	now = now.Add(regimeWindow)
 	arrivals += regimeArrivals - 1
-	c.roll(now, arrivals, 0, sheds, queued)
+	c.roll(now, arrivals, 0, sheds, queued, 0)
 	if got := c.judged(floor); got != floor {
 		t.Errorf("a window of %d arrivals: judged %v, want it not judged yet (the floor)", regimeArrivals-1, got)
 	}
 	now = now.Add(regimeWindow)
 	arrivals++
-	c.roll(now, arrivals, 0, sheds, queued)
+	c.roll(now, arrivals, 0, sheds, queued, 0)
 	if got := c.judged(floor); got != calmSojourn {
 		t.Errorf("the window with its %dth arrival: judged %v, want calm", regimeArrivals, got)
 	}
 	// A waiter leaves the queue an instant before it is counted as given
 	// up: the counts step back by one, and the window goes on.
 	now = now.Add(regimeWindow)
-	c.roll(now, arrivals-1, 0, sheds, queued-1)
+	c.roll(now, arrivals-1, 0, sheds, queued-1, 0)
 	if got := c.judged(floor); got != calmSojourn {
 		t.Errorf("counts one back: judged %v, want the window not judged (calm)", got)
 	}
 	now = now.Add(regimeWindow)
-	c.roll(now, arrivals+40, 0, sheds+30, queued)
+	c.roll(now, arrivals+40, 0, sheds+30, queued, 0)
 	if got := c.judged(floor); got != floor {
 		t.Errorf("after the step back, 30 of 40 shed: judged %v, want overloaded", got)
 	}
@@ -221,16 +221,17 @@ func TestCoDelStallIsNotOverload(t *testing.T) {
 	c := &codel{target: 5 * time.Millisecond, interval: 100 * time.Millisecond}
 	now := time.Unix(1000, 0)
 	var arrivals, admitted, sheds uint64
+	var inflight int64
 	queued := 10
 	window := func(arrived, admits uint64) bool {
 		now = now.Add(regimeWindow)
 		arrivals += arrived
 		admitted += admits
 		queued += int(arrived) - int(admits)
-		c.roll(now, arrivals, admitted, sheds, queued)
+		c.roll(now, arrivals, admitted, sheds, queued, inflight)
 		return c.judged(floor) == floor
 	}
-	c.roll(now, arrivals, admitted, sheds, queued) // begins the first window
+	c.roll(now, arrivals, admitted, sheds, queued, inflight) // begins the first window
 	if !window(20, 5) {
 		t.Fatal("a stall before any busy window: calm, want overloaded (the queue's growth alone judges)")
 	}
@@ -267,36 +268,46 @@ func TestCoDelStallIsNotOverload(t *testing.T) {
 // alone is not an overload while arrivals come no faster than 1.2 times
 // the slots' busy rate (smoothed over windows): the floor would shed the
 // rest of the queue, requests the slots were about to serve. Arrivals
-// that stay past that rate with the same sheds are one.
+// that stay past that rate with the same sheds are one. The busy rate is
+// what the slots finish: a limit raised, which admits a bunch at once, is
+// not taken for capacity.
 func TestCoDelShedsAtCapacityAreNotOverload(t *testing.T) {
 	const floor = 40 * time.Millisecond
 	c := &codel{target: 5 * time.Millisecond, interval: 100 * time.Millisecond}
 	now := time.Unix(1000, 0)
 	var arrivals, admitted, sheds uint64
+	var inflight int64
 	queued := 30
-	window := func(arrived, admits, shed uint64) bool {
+	// window: arrived, of them shed, and admits, of which held are still
+	// held at its end beyond what was held at its start.
+	window := func(arrived, admits, shed uint64, held int64) bool {
 		now = now.Add(regimeWindow)
 		arrivals += arrived
 		admitted += admits
 		sheds += shed
+		inflight += held
 		queued += int(arrived) - int(admits) - int(shed)
-		c.roll(now, arrivals, admitted, sheds, queued)
+		c.roll(now, arrivals, admitted, sheds, queued, inflight)
 		return c.judged(floor) == floor
 	}
-	c.roll(now, arrivals, admitted, sheds, queued) // begins the first window
-	// The slots admit 200/s while the queue stands; 20 arrive a window.
+	c.roll(now, arrivals, admitted, sheds, queued, inflight) // begins the first window
+	// The slots finish 200/s while the queue stands; 20 arrive a window.
 	for range 8 {
-		window(20, 20, 0)
+		window(20, 20, 0, 0)
 	}
-	if window(20, 14, 6) {
+	if window(20, 14, 6, 0) {
 		t.Error("at capacity, 6 of 20 shed as the queue passed the calm sojourn: overloaded, want calm")
 	}
+	// Twice the limit is raised by 14: 34 admitted in a window, 20 of
+	// them finished.
+	window(20, 34, 0, 14)
+	window(20, 34, 0, 14)
 	overloaded := false
 	for range 8 {
-		overloaded = window(30, 20, 10)
+		overloaded = window(26, 20, 6, 0)
 	}
 	if !overloaded {
-		t.Error("1.5x for 0.8 s, a third shed: calm, want overloaded")
+		t.Error("1.3x for 0.8 s, after the limit was raised: calm, want overloaded")
 	}
 }
 
