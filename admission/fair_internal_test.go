@@ -209,6 +209,38 @@ func TestCoDelRegime(t *testing.T) {
 	}
 }
 
+// regimeWindows feeds a codel regime windows of counts, from a queue of
+// queued requests, as the Controller would, each regimeWindow long.
+type regimeWindows struct {
+	c                         *codel
+	now                       time.Time
+	arrivals, admitted, sheds uint64
+	queued                    int
+	inflight                  int64
+}
+
+const regimeFloor = 40 * time.Millisecond
+
+func newRegimeWindows(queued int) *regimeWindows {
+	r := &regimeWindows{c: &codel{target: 5 * time.Millisecond, interval: 100 * time.Millisecond}, now: time.Unix(1000, 0), queued: queued}
+	r.c.roll(r.now, 0, 0, 0, queued, 0) // begins the first window
+	return r
+}
+
+// window ends a window in which arrived requests came, admits were
+// admitted, shed were shed, and the requests held grew by held; it reports
+// whether the regime is then overloaded.
+func (r *regimeWindows) window(arrived, admits, shed uint64, held int64) bool {
+	r.now = r.now.Add(regimeWindow)
+	r.arrivals += arrived
+	r.admitted += admits
+	r.sheds += shed
+	r.inflight += held
+	r.queued += int(arrived) - int(admits) - int(shed)
+	r.c.roll(r.now, r.arrivals, r.admitted, r.sheds, r.queued, r.inflight)
+	return r.c.judged(regimeFloor) == regimeFloor
+}
+
 // A queue that grows because the slots slowed (a stall: a neighbour took
 // the CPU) is not an overload: what arrives is no more than the slots
 // admit when they keep up, and the backlog is queued through up to the
@@ -217,46 +249,32 @@ func TestCoDelRegime(t *testing.T) {
 // rate measured in busy windows has followed it down. Before any busy
 // window the queue's growth alone judges.
 func TestCoDelStallIsNotOverload(t *testing.T) {
-	const floor = 40 * time.Millisecond
-	c := &codel{target: 5 * time.Millisecond, interval: 100 * time.Millisecond}
-	now := time.Unix(1000, 0)
-	var arrivals, admitted, sheds uint64
-	var inflight int64
-	queued := 10
-	window := func(arrived, admits uint64) bool {
-		now = now.Add(regimeWindow)
-		arrivals += arrived
-		admitted += admits
-		queued += int(arrived) - int(admits)
-		c.roll(now, arrivals, admitted, sheds, queued, inflight)
-		return c.judged(floor) == floor
-	}
-	c.roll(now, arrivals, admitted, sheds, queued, inflight) // begins the first window
-	if !window(20, 5) {
+	r := newRegimeWindows(10)
+	if !r.window(20, 5, 0, 0) {
 		t.Fatal("a stall before any busy window: calm, want overloaded (the queue's growth alone judges)")
 	}
 	// The slots admit 200/s while the queue stands; 20 arrive a window.
 	for range 8 {
-		if window(20, 20) {
+		if r.window(20, 20, 0, 0) {
 			t.Fatal("a standing queue at 1x: overloaded, want calm")
 		}
 	}
 	for i := range 3 {
-		if window(20, 5) {
+		if r.window(20, 5, 0, 0) {
 			t.Fatalf("stall window %d, 20 arrived and 5 admitted: overloaded, want calm", i+1)
 		}
 	}
 	for range 4 {
-		window(20, 20)
+		r.window(20, 20, 0, 0)
 	}
-	if !window(40, 20) {
+	if !r.window(40, 20, 0, 0) {
 		t.Error("arrivals surged to twice the slots' rate: calm, want overloaded")
 	}
 	// The slots' rate halves for good: once the busy windows' rate has
 	// followed it, 20 arrivals a window are a surge past it.
 	overloaded := false
 	for range 20 {
-		overloaded = window(20, 10)
+		overloaded = r.window(20, 10, 0, 0)
 	}
 	if !overloaded {
 		t.Error("the slots' rate halved for 2 s: calm, want overloaded")
@@ -272,39 +290,21 @@ func TestCoDelStallIsNotOverload(t *testing.T) {
 // what the slots finish: a limit raised, which admits a bunch at once, is
 // not taken for capacity.
 func TestCoDelShedsAtCapacityAreNotOverload(t *testing.T) {
-	const floor = 40 * time.Millisecond
-	c := &codel{target: 5 * time.Millisecond, interval: 100 * time.Millisecond}
-	now := time.Unix(1000, 0)
-	var arrivals, admitted, sheds uint64
-	var inflight int64
-	queued := 30
-	// window: arrived, of them shed, and admits, of which held are still
-	// held at its end beyond what was held at its start.
-	window := func(arrived, admits, shed uint64, held int64) bool {
-		now = now.Add(regimeWindow)
-		arrivals += arrived
-		admitted += admits
-		sheds += shed
-		inflight += held
-		queued += int(arrived) - int(admits) - int(shed)
-		c.roll(now, arrivals, admitted, sheds, queued, inflight)
-		return c.judged(floor) == floor
-	}
-	c.roll(now, arrivals, admitted, sheds, queued, inflight) // begins the first window
+	r := newRegimeWindows(30)
 	// The slots finish 200/s while the queue stands; 20 arrive a window.
 	for range 8 {
-		window(20, 20, 0, 0)
+		r.window(20, 20, 0, 0)
 	}
-	if window(20, 14, 6, 0) {
+	if r.window(20, 14, 6, 0) {
 		t.Error("at capacity, 6 of 20 shed as the queue passed the calm sojourn: overloaded, want calm")
 	}
 	// Twice the limit is raised by 14: 34 admitted in a window, 20 of
 	// them finished.
-	window(20, 34, 0, 14)
-	window(20, 34, 0, 14)
+	r.window(20, 34, 0, 14)
+	r.window(20, 34, 0, 14)
 	overloaded := false
 	for range 8 {
-		overloaded = window(26, 20, 6, 0)
+		overloaded = r.window(26, 20, 6, 0)
 	}
 	if !overloaded {
 		t.Error("1.3x for 0.8 s, after the limit was raised: calm, want overloaded")
