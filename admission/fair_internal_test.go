@@ -241,6 +241,16 @@ func (r *regimeWindows) window(arrived, admits, shed uint64, held int64) bool {
 	return r.c.judged(regimeFloor) == regimeFloor
 }
 
+// windows ends n windows of the same counts (see window) and reports
+// whether the regime is overloaded after the last.
+func (r *regimeWindows) windows(n int, arrived, admits, shed uint64, held int64) bool {
+	overloaded := false
+	for range n {
+		overloaded = r.window(arrived, admits, shed, held)
+	}
+	return overloaded
+}
+
 // A queue that grows because the slots slowed (a stall: a neighbour took
 // the CPU) is not an overload: what arrives is no more than the slots
 // admit when they keep up, and the backlog is queued through up to the
@@ -264,19 +274,13 @@ func TestCoDelStallIsNotOverload(t *testing.T) {
 			t.Fatalf("stall window %d, 20 arrived and 5 admitted: overloaded, want calm", i+1)
 		}
 	}
-	for range 4 {
-		r.window(20, 20, 0, 0)
-	}
+	r.windows(4, 20, 20, 0, 0)
 	if !r.window(40, 20, 0, 0) {
 		t.Error("arrivals surged to twice the slots' rate: calm, want overloaded")
 	}
 	// The slots' rate halves for good: once the busy windows' rate has
 	// followed it, 20 arrivals a window are a surge past it.
-	overloaded := false
-	for range 20 {
-		overloaded = r.window(20, 10, 0, 0)
-	}
-	if !overloaded {
+	if !r.windows(20, 20, 10, 0, 0) {
 		t.Error("the slots' rate halved for 2 s: calm, want overloaded")
 	}
 }
@@ -292,21 +296,14 @@ func TestCoDelStallIsNotOverload(t *testing.T) {
 func TestCoDelShedsAtCapacityAreNotOverload(t *testing.T) {
 	r := newRegimeWindows(30)
 	// The slots finish 200/s while the queue stands; 20 arrive a window.
-	for range 8 {
-		r.window(20, 20, 0, 0)
-	}
+	r.windows(8, 20, 20, 0, 0)
 	if r.window(20, 14, 6, 0) {
 		t.Error("at capacity, 6 of 20 shed as the queue passed the calm sojourn: overloaded, want calm")
 	}
 	// Twice the limit is raised by 14: 34 admitted in a window, 20 of
 	// them finished.
-	r.window(20, 34, 0, 14)
-	r.window(20, 34, 0, 14)
-	overloaded := false
-	for range 8 {
-		overloaded = r.window(26, 20, 6, 0)
-	}
-	if !overloaded {
+	r.windows(2, 20, 34, 0, 14)
+	if !r.windows(8, 26, 20, 6, 0) {
 		t.Error("1.3x for 0.8 s, after the limit was raised: calm, want overloaded")
 	}
 }
