@@ -140,18 +140,23 @@ const (
 // rtt it was judged at are not judged: the requests finishing then were
 // sent under the old limit, and waited behind as many others.
 //
-// step is max(1, ceil(sqrt(L))), or L itself while the limit has never
-// been cut, the loop is under half busy (2s < MaxSaturation) and rtt is
-// within 1.2 times the baseline: as TCP's slow start, a worker
-// that has just started (sluice's start, a deploy, a restart) doubles its
-// way to the concurrency its loop takes in a few windows, not a second
-// or more of square-root steps.
+// step is max(1, ceil(sqrt(L))); while the limit has never been cut, the
+// loop is under half busy (2s < MaxSaturation) and rtt is within 1.2
+// times the baseline, it is slow start instead: as TCP's, a worker that
+// has just started (sluice's start, a deploy, a restart) doubles its way
+// to the concurrency its loop takes, not in a second or more of
+// square-root steps. Each request that finishes near the baseline while
+// the worker holds its whole limit adds one (see Complete), so the limit
+// doubles each round trip, up to twice the last window's limit; each
+// window takes it to at least twice the limit it started at.
 //
 // occupancy is the mean number of requests the worker held, measured
 // here: the lower of this window's and the last one's, since a report
 // covers the loop's last 100 ms or so and so lags a window behind a limit
 // just raised (with this window's alone, a doubling projected from
-// reports of half the load overshot to twice the loop's saturation).
+// reports of half the load overshot to twice the loop's saturation);
+// this window's alone when the worker held a quarter of its limit or less
+// in the last one (a lull, or the window load arrived in).
 // s / occupancy is the share of the event loop one request in flight
 // uses, so MaxSaturation x occupancy / s is the concurrency that would
 // saturate the loop: the increase stops there. A single-threaded CPU-bound worker uses its loop for as long as it holds a
@@ -238,6 +243,13 @@ type Worker struct {
 	prevOcc  float64 // the last window's occupancy; -1 before the first
 	ramped   bool    // slow start is over: a probe failed or the limit was cut
 
+	// The first slow start of a worker whose saturation is known grows
+	// with its completions as well as once a window (see Complete).
+	from   int  // the limit when the window started
+	ack    bool // the last window judged slow start on: completions add slots
+	ackCap int  // the limit completions may take it to
+	grew   bool // completions raised the limit since Decide last said so
+
 	// After a cut for latency of a worker that reports: windows are not
 	// judged until the first that starts after cutUntil.
 	cutSettle bool
@@ -270,6 +282,7 @@ func NewWorker(now time.Time, o WorkerOptions) (*Worker, error) {
 		maxSat:  o.MaxSaturation,
 		window:  o.Window,
 		limit:   o.Initial,
+		from:    o.Initial,
 		start:   now,
 		last:    now,
 		hold:    o.Window,
@@ -315,6 +328,19 @@ func (w *Worker) Report(s float64) bool {
 // Complete records a finished request: rtt is how long it held the
 // worker, dropped that its client was answered a timeout before it
 // finished.
+//
+// In the first slow start of a worker whose saturation is known, once a
+// window has judged its loop under half busy, each request that finishes
+// within workerSlowStart times the no-load latency while the worker held
+// its whole limit adds one to the limit, up to twice the limit the last
+// window set and no further than the concurrency it projected would
+// saturate the loop, until a report of this window says the loop is half
+// busy: as TCP's slow start grows its window by an ack, the limit doubles
+// each round trip rather than each window. Judged once a window only, a
+// fresh front took 520-1090 ms (median 690) to take two async Node
+// workers to the 16 each that 420/s needed (60 ms waits), and half its
+// starts shed a tenth of the first seconds; 370-740 ms (median 420) this
+// way (internal/eval/gap/fresh-ab.sh).
 func (w *Worker) Complete(rtt time.Duration, dropped bool) {
 	if dropped {
 		w.dropped = true
@@ -322,23 +348,31 @@ func (w *Worker) Complete(rtt time.Duration, dropped bool) {
 	}
 	w.n++
 	w.sumRTT += float64(rtt)
+	if w.ack && w.held+1 >= w.limit && w.limit < w.ackCap && w.nearBaseline(float64(rtt), workerSlowStart) &&
+		(w.satN == 0 || 2*w.satSum < w.maxSat*float64(w.satN)) {
+		w.limit++
+		w.grew = true
+	}
 }
 
 // Decide closes the window if it is over and applies the rule. It returns
-// the limit, and whether it changed.
+// the limit, and whether it changed since Decide last returned.
 func (w *Worker) Decide(now time.Time) (int, bool) {
+	grew := w.grew
+	w.grew = false
 	elapsed := now.Sub(w.start)
 	if elapsed < w.window {
-		return w.limit, false
+		return w.limit, grew
 	}
 	reported := w.satN > 0
 	if !reported && !w.dropped && w.n < workerMinSamples {
-		return w.limit, false // nothing to judge yet: keep measuring
+		return w.limit, grew // nothing to judge yet: keep measuring
 	}
 	w.Occupy(now, w.held)
 	occupancy := w.heldTime / float64(elapsed)
 	l, peak := w.limit, w.peak
 	next := l
+	w.ack = false // until the rule judges slow start on again
 	switch {
 	case reported || w.dropped && w.n == 0:
 		next = w.saturationRule(now, l, peak, occupancy)
@@ -349,13 +383,10 @@ func (w *Worker) Decide(now time.Time) (int, bool) {
 	next = min(max(next, 1), w.max)
 
 	// A new window starts with what is held now.
-	w.start, w.heldTime, w.peak = now, 0, w.held
+	w.start, w.heldTime, w.peak, w.from = now, 0, w.held, next
 	w.n, w.sumRTT, w.satSum, w.satN, w.dropped = 0, 0, 0, 0, false
-	if next == l {
-		return l, false
-	}
 	w.limit = next
-	return next, true
+	return next, next != l || grew
 }
 
 func (w *Worker) saturationRule(now time.Time, l, peak int, occupancy float64) int {
@@ -404,19 +435,34 @@ func (w *Worker) saturationRule(now time.Time, l, peak int, occupancy float64) i
 		w.ramped = true
 		return int(math.Floor(0.9 * float64(l)))
 	case s < w.maxSat && peak >= l && !inflated:
-		step := max(1, int(math.Ceil(math.Sqrt(float64(l)))))
-		if !w.ramped && 2*s < w.maxSat && w.nearBaseline(rtt, workerSlowStart) {
-			step = l
+		up := l + max(1, int(math.Ceil(math.Sqrt(float64(l)))))
+		slow := !w.ramped && 2*s < w.maxSat && w.nearBaseline(rtt, workerSlowStart)
+		if slow {
+			// At least double the limit the window started at: its
+			// completions may have raised it already.
+			up = max(l+1, 2*w.from)
 		}
-		up := l + step
+		ceiling := w.max
 		if s > 0 {
 			occ := occupancy
-			if w.prevOcc >= 0 {
+			if w.prevOcc >= float64(l)/4 {
+				// A window in which the worker held a quarter of its
+				// limit or less was a lull, or the one load arrived in
+				// (the first after a start): its occupancy says nothing
+				// of the load the reports cover, and taken as that load
+				// it held a fresh front's workers at their first limit
+				// for a window.
 				occ = min(occ, w.prevOcc)
 			}
-			fill := int(math.Floor(w.maxSat * occ / s))
-			up = min(up, max(fill, l))
+			ceiling = max(int(math.Floor(w.maxSat*occ/s)), l)
+			up = min(up, ceiling)
 		}
+		// Completions take it no further than double this window's
+		// limit by the end of the next: a worker's reports lag its load
+		// by a window (an event loop's utilization over its last 100 ms),
+		// and unbounded per round trip they took simulated async workers
+		// to twice the concurrency that saturated their loops.
+		w.ack, w.ackCap = slow, min(ceiling, 2*up)
 		return up
 	}
 	return l

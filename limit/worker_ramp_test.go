@@ -1,6 +1,7 @@
 package limit
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -29,5 +30,92 @@ func TestWorkerRamping(t *testing.T) {
 	window(0.05)
 	if w.Ramping() {
 		t.Error("idle again after a cut: got ramping, want the ramp over for good")
+	}
+}
+
+// In slow start, each request that finishes near the no-load latency while
+// the worker holds its whole limit adds one to the limit at once, and
+// Decide says so before the window ends, up to twice the limit the last
+// window set; not a request finished while the worker held less, nor one
+// that took over 1.2 times the no-load latency, nor any once this
+// window's reports say the loop is half busy.
+func TestWorkerSlowStartGrowsWithCompletions(t *testing.T) {
+	now := time.Unix(0, 0)
+	fresh := func() *Worker {
+		t.Helper()
+		w, err := NewWorker(now, WorkerOptions{Max: 64})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A light window: 60 ms with the loop idle. Slow start doubles.
+		if got := windowOf(w, &now, 1, 4, 60*time.Millisecond, 0.02); got != 2 {
+			t.Fatalf("a light window: got limit %d, want 2", got)
+		}
+		return w
+	}
+	decide := func(w *Worker, want int, wantChanged bool) {
+		t.Helper()
+		now = now.Add(time.Millisecond) // within the window
+		if got, changed := w.Decide(now); got != want || changed != wantChanged {
+			t.Fatalf("got limit %d, changed %v; want %d, changed %v", got, changed, want, wantChanged)
+		}
+	}
+
+	w := fresh()
+	w.Occupy(now, 2)
+	w.Report(0.05)
+	w.Complete(60*time.Millisecond, false)
+	decide(w, 3, true)
+	w.Occupy(now, 1) // the worker holds less than its limit
+	w.Complete(60*time.Millisecond, false)
+	decide(w, 3, false)
+	w.Occupy(now, 3)
+	w.Complete(80*time.Millisecond, false) // over 1.2 times 60 ms
+	decide(w, 3, false)
+	w.Occupy(now, 3)
+	w.Complete(60*time.Millisecond, false)
+	w.Occupy(now, 4)
+	w.Complete(60*time.Millisecond, false) // at twice the last window's limit
+	decide(w, 4, true)
+
+	w = fresh()
+	w.Occupy(now, 2)
+	w.Report(0.6) // half busy
+	w.Complete(60*time.Millisecond, false)
+	decide(w, 2, false)
+
+	// Over once cut: a saturated window ends slow start.
+	w = fresh()
+	if got := windowOf(w, &now, 2, 4, 60*time.Millisecond, 0.99); got != 1 {
+		t.Fatalf("a saturated window at 2: got limit %d, want 1", got)
+	}
+	w.Occupy(now, 1)
+	w.Complete(60*time.Millisecond, false)
+	decide(w, 1, false)
+}
+
+// The occupancy of a window in which the worker held a quarter of its
+// limit or less (a lull) does not bound what the next window's reports
+// project: taken as the load they covered, it held the limit where it was.
+func TestWorkerLullDoesNotHoldGrowth(t *testing.T) {
+	now := time.Unix(0, 0)
+	w, err := NewWorker(now, WorkerOptions{Initial: 8, Max: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := windowOf(w, &now, 8, 8, 60*time.Millisecond, 0.99); got != 7 {
+		t.Fatalf("a saturated window at 8: got limit %d, want 7", got)
+	}
+	// A lull of two windows (the first still counts the 8 held as it
+	// began as its peak).
+	windowOf(w, &now, 1, 4, 60*time.Millisecond, 0.05)
+	l := w.Limit()
+	if got := windowOf(w, &now, 1, 4, 60*time.Millisecond, 0.05); got != l {
+		t.Fatalf("a lull at %d: got limit %d, want it held", l, got)
+	}
+	// Loaded again, the loop a third busy: a square-root step.
+	want := l + int(math.Ceil(math.Sqrt(float64(l))))
+	if got := windowOf(w, &now, l, l, 60*time.Millisecond, 0.3); got != want {
+		t.Errorf("at %d after a lull, the loop a third busy: got limit %d, want %d", l, got, want)
 	}
 }
