@@ -204,9 +204,12 @@ const (
 // once (its rtt doubles), so it stays at 1; an async worker gains until its
 // loop is busy, or until the front and its neighbours, short of CPU, make
 // every request slower by as much as a request adds: both where adding more
-// only adds latency. A probe up by less than L0 that fails is judged once
-// more, on the next window, and kept if that one passes: such a step brings
-// less than one window's noise, and a front short of CPU stalls now and
+// only adds latency. A probe up by less than L0, or any in the first slow
+// start, that fails is judged once more, on the next window, and kept if
+// that one passes: such a step brings less than one window's noise, slow
+// start's first windows hold a few requests each (judged on one, a
+// simulated async worker whose waits varied by ±50% stayed at 1 or 2 for
+// up to two seconds at 400/s), and a front short of CPU stalls now and
 // then, stretching every request of a window whatever the limit (judged on
 // single windows, such stalls held simulated async workers at 0.34-0.79 of
 // what a fixed limit of 32 served). A failed probe is undone, the next one
@@ -501,10 +504,12 @@ func (w *Worker) latencyRule(now time.Time, l, peak int, occupancy float64) int 
 			w.fast = up && !w.ramped && w.nearBaseline(rtt, workerSlowStart)
 			return w.probe(now, l, peak, x, rtt, occupancy >= workerProbeBusy*float64(l), false)
 		}
-		if up && l < 2*from && !w.second {
+		if up && (l < 2*from || !w.ramped) && !w.second {
 			// A step up by less than the limit brings less than one
 			// window's noise (a stall of the front's stretches every
-			// request in it): a second window judges again.
+			// request in it), and slow start's first doublings are
+			// judged on a few requests each: a second window judges
+			// again.
 			w.second, w.probeFrom = true, from
 			return l
 		}

@@ -119,3 +119,31 @@ func TestWorkerLullDoesNotHoldGrowth(t *testing.T) {
 		t.Errorf("at %d after a lull, the loop a third busy: got limit %d, want %d", l, got, want)
 	}
 }
+
+// A worker that reports nothing is in slow start until a probe fails: the
+// first probe up (from 1 to 2, a doubling) judged on a window that a noisy
+// request or two made slow is judged on one more window, as a smaller step
+// is, rather than ending slow start on four requests. Judged on one, a
+// simulated async worker whose waits vary by ±50% stayed at 1 or 2 for up
+// to two seconds at 400 requests a second.
+func TestWorkerQuietSlowStartSurvivesOneSlowWindow(t *testing.T) {
+	now := time.Unix(0, 0)
+	w, err := NewWorker(now, WorkerOptions{Max: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	quiet := func(held int, rtt time.Duration) int {
+		return windowOf(w, &now, held, 4, rtt, math.NaN()) // NaN: no report taken
+	}
+	if got := quiet(1, 60*time.Millisecond); got != 2 {
+		t.Fatalf("a light window: got limit %d, want a probe to 2", got)
+	}
+	quiet(2, 60*time.Millisecond) // the probe settles: not judged
+	quiet(2, 60*time.Millisecond)
+	if got := quiet(2, 95*time.Millisecond); got != 2 || !w.Ramping() {
+		t.Fatalf("the probe's first window slow (95 ms against 60): got limit %d, ramping %v; want 2 held, ramping", got, w.Ramping())
+	}
+	if got := quiet(2, 60*time.Millisecond); got != 4 || !w.Ramping() {
+		t.Errorf("its second window at 60 ms: got limit %d, ramping %v; want 4, doubling on", got, w.Ramping())
+	}
+}
