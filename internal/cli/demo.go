@@ -246,7 +246,7 @@ func demoMeasure(ctx context.Context, a *app.App, f *demoFlags, stdout, stderr i
 		return err
 	}
 	for _, s := range steps {
-		for _, note := range []string{fellNote(s), behindNote(s)} {
+		for _, note := range []string{fellNote(s), behindNote(s), slowNote(s, f.cpu)} {
 			if note != "" {
 				fmt.Fprintln(stdout, note)
 			}
@@ -266,6 +266,34 @@ type demoStep struct {
 	// was set against shows it.
 	after float64
 	stats []loadgen.Stats // by system, as demoRamp.names
+	work  []turnWork      // by system: what the workers did in its turn
+}
+
+// turnWork is what the workers did during one system's turn at a step,
+// from their own counters (demo.Stats).
+type turnWork struct {
+	known    bool          // every worker's counters were read before and after
+	busy     time.Duration // rendering, summed over the workers
+	rendered int64
+	span     time.Duration // the turn, start to end
+	workers  int
+}
+
+// share returns the share of the turn the workers spent rendering, or -1
+// when it is not known.
+func (w turnWork) share() float64 {
+	if !w.known || w.span <= 0 || w.workers == 0 {
+		return -1
+	}
+	return float64(w.busy) / (float64(w.span) * float64(w.workers))
+}
+
+// perRender returns the mean time a render took, 0 when none was counted.
+func (w turnWork) perRender() time.Duration {
+	if !w.known || w.rendered <= 0 {
+		return 0
+	}
+	return w.busy / time.Duration(w.rendered)
 }
 
 // demoRamp offers the load steps to each system in turn.
@@ -306,7 +334,8 @@ func (r *demoRamp) run(ctx context.Context, stderr io.Writer) ([]demoStep, error
 		if i > 0 {
 			steps[i-1].after = quantile(rates, 0.5)
 		}
-		st := demoStep{multiple: m, capacity: r.capacity.estimate(capacityQuantile(m)), stats: make([]loadgen.Stats, len(r.urls))}
+		st := demoStep{multiple: m, capacity: r.capacity.estimate(capacityQuantile(m)),
+			stats: make([]loadgen.Stats, len(r.urls)), work: make([]turnWork, len(r.urls))}
 		if st.capacity <= 0 {
 			return nil, fmt.Errorf("capacity measurement: too few renders ended within the last %d windows of %v to say", windowsKept, capacityWindow)
 		}
@@ -315,6 +344,11 @@ func (r *demoRamp) run(ctx context.Context, stderr io.Writer) ([]demoStep, error
 			if err := waitIdle(ctx, r.sup, 30*time.Second); err != nil {
 				return nil, err
 			}
+			// The turn runs from the workers' counters read before it to
+			// those read after: a worker left a backlog answers the second
+			// read late, and its busy time runs on until then.
+			start := time.Now()
+			before, nBefore, errBefore := workerTotals(r.sup)
 			rep, err := loadgen.Run(ctx, loadgen.Config{
 				URL: r.urls[j], Phases: []loadgen.Phase{st.phase}, Timeout: r.f.timeout, DisableKeepAlives: !r.f.keepAlive,
 				LoopbackOnly: true, Seed: 1,
@@ -322,7 +356,14 @@ func (r *demoRamp) run(ctx context.Context, stderr io.Writer) ([]demoStep, error
 			if err != nil {
 				return nil, err
 			}
+			after, nAfter, errAfter := workerTotals(r.sup)
+			span := time.Since(start)
 			st.stats[j] = rep.Phases[0].Stats
+			st.work[j] = turnWork{
+				known: errBefore == nil && errAfter == nil && nBefore == nAfter && after.BusyNs >= before.BusyNs,
+				busy:  time.Duration(after.BusyNs - before.BusyNs), rendered: after.Rendered - before.Rendered,
+				span: span, workers: nAfter,
+			}
 		}
 		steps = append(steps, st)
 	}
@@ -381,6 +422,26 @@ func fellNote(s demoStep) string {
 	}
 	return fmt.Sprintf("note: at %s the workers sustained %.0f/s after the step, a tenth or more under the %.0f/s it offered: their capacity fell during it, and the step was an overload for both systems",
 		s.phase.Name, s.after, s.phase.Rate)
+}
+
+// slowNote says, of a step past capacity in which sluice's goodput fell a
+// tenth or more under the capacity measured before it (and the one
+// measured after did not: fellNote says that), when the workers were
+// rendering nine tenths of sluice's turn or more and each render took a
+// tenth or more longer than its work (cpu, on an idle core): other
+// processes took the workers' CPU during that turn alone, and sluice
+// served what the slower renders allowed. A shortfall with the workers
+// idle gets no note: the busy column shows it. "" otherwise.
+func slowNote(s demoStep, cpu time.Duration) string {
+	if s.multiple <= 1 || len(s.stats) == 0 || len(s.work) == 0 || fellNote(s) != "" {
+		return ""
+	}
+	w := s.work[0]
+	if s.stats[0].Goodput >= 0.9*s.capacity || w.share() < 0.9 || w.perRender() < cpu+cpu/10 {
+		return ""
+	}
+	return fmt.Sprintf("note: at %s sluice kept the workers rendering %.0f%% of its turn, each render taking %v against its %v of work: other processes took their CPU during the turn, and its goodput was served with less than the %.0f/s capacity",
+		s.phase.Name, 100*w.share(), w.perRender().Round(100*time.Microsecond), cpu, s.capacity)
 }
 
 // demoCalmWait is the wait past which sluice's queue, at or below
@@ -453,7 +514,7 @@ func serveBaseline(sup *supervisor.Supervisor) (url string, stop func(), err err
 
 func demoTable(w io.Writer, steps []demoStep, names []string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "offered\tcapacity\tafter\tsystem\tgoodput\tof capacity\tsuccess\tp50\tp99\tfailures\t")
+	fmt.Fprintln(tw, "offered\tcapacity\tafter\tsystem\tgoodput\tof capacity\tworkers busy\tsuccess\tp50\tp99\tfailures\t")
 	for _, s := range steps {
 		after := "-"
 		if s.after > 0 {
@@ -461,8 +522,12 @@ func demoTable(w io.Writer, steps []demoStep, names []string) error {
 		}
 		for j, name := range names {
 			st := s.stats[j]
-			fmt.Fprintf(tw, "%.0f/s (%s)\t%.0f/s\t%s\t%s\t%.0f/s\t%.0f%%\t%.1f%%\t%s\t%s\t%s\t\n", s.phase.Rate, s.phase.Name, s.capacity, after, name,
-				st.Goodput, 100*st.Goodput/s.capacity, 100*st.SuccessRatio,
+			busy := "-"
+			if j < len(s.work) && s.work[j].share() >= 0 {
+				busy = fmt.Sprintf("%.0f%%", 100*s.work[j].share())
+			}
+			fmt.Fprintf(tw, "%.0f/s (%s)\t%.0f/s\t%s\t%s\t%.0f/s\t%.0f%%\t%s\t%.1f%%\t%s\t%s\t%s\t\n", s.phase.Rate, s.phase.Name, s.capacity, after, name,
+				st.Goodput, 100*st.Goodput/s.capacity, busy, 100*st.SuccessRatio,
 				fmtLatency(st.Latency.P50, st.Successes), fmtLatency(st.Latency.P99, st.Successes), fmtErrors(st.Errors))
 		}
 	}
@@ -537,6 +602,32 @@ func waitWorkers(ctx context.Context, sup *supervisor.Supervisor, n int, within 
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// workerTotals returns the demo workers' counters summed, read from each
+// ready one, and how many were read; an error when one could not be.
+func workerTotals(sup *supervisor.Supervisor) (demo.Stats, int, error) {
+	var sum demo.Stats
+	n := 0
+	for _, w := range sup.Stats().Workers {
+		if w.State != supervisor.StateReady || w.Network != "tcp" || w.Addr == "" {
+			continue
+		}
+		resp, err := http.Get("http://" + w.Addr + demo.StatsPath)
+		if err != nil {
+			return sum, n, err
+		}
+		var st demo.Stats
+		err = jsonDecode(resp.Body, &st)
+		resp.Body.Close()
+		if err != nil {
+			return sum, n, fmt.Errorf("worker %s stats: %w", w.Addr, err)
+		}
+		sum.Rendered += st.Rendered
+		sum.BusyNs += st.BusyNs
+		n++
+	}
+	return sum, n, nil
 }
 
 // waitIdle waits until no worker has a render in flight.

@@ -41,6 +41,15 @@ func TestDemoNotes(t *testing.T) {
 		{"no standing queue without admission", behindNote(behind(1, 150, 0.97, 120*time.Millisecond)), ""},
 		{"past capacity", behindNote(behind(2, 150, 0.5, 900*time.Millisecond)), ""},
 		{"capacity fell: that note instead", behindNote(behind(1, 100, 0.91, 778*time.Millisecond)), ""},
+		{"slower renders in sluice's turn", slowNote(slowStep(2, 112, 160, 0.98, 13400*time.Microsecond), 10*time.Millisecond),
+			"note: at 2x sluice kept the workers rendering 98% of its turn, each render taking 13.4ms against its 10ms of work"},
+		{"workers left idle", slowNote(slowStep(2, 112, 160, 0.6, 13400*time.Microsecond), 10*time.Millisecond), ""},
+		{"renders at their speed", slowNote(slowStep(2, 112, 160, 0.98, 10200*time.Microsecond), 10*time.Millisecond), ""},
+		{"goodput near capacity", slowNote(slowStep(2, 150, 160, 0.98, 13400*time.Microsecond), 10*time.Millisecond), ""},
+		{"capacity fell: that note instead", slowNote(slowStep(2, 112, 120, 0.98, 13400*time.Microsecond), 10*time.Millisecond), ""},
+		{"at capacity", slowNote(slowStep(1, 112, 160, 0.98, 13400*time.Microsecond), 10*time.Millisecond), ""},
+		{"work not known", slowNote(demoStep{multiple: 2, capacity: 160, after: 160, phase: loadgen.Phase{Name: "2x", Rate: 320},
+			stats: []loadgen.Stats{{Goodput: 112}}, work: []turnWork{{}}}, 10*time.Millisecond), ""},
 	} {
 		if tt.want == "" && tt.got != "" || !strings.Contains(tt.got, tt.want) {
 			t.Errorf("%s: got %q, want %q", tt.name, tt.got, tt.want)
@@ -57,6 +66,20 @@ func behind(m, after, success float64, p99 time.Duration) demoStep {
 	base := loadgen.Stats{Requests: 381, Successes: 381, SuccessRatio: 1}
 	base.Latency.P99 = p99
 	return demoStep{multiple: m, phase: loadgen.Phase{Name: name, Rate: 127}, after: after, stats: []loadgen.Stats{sl, base}}
+}
+
+// slowStep returns a step of multiple m against capacity (160/s, measured
+// after it as after), in which sluice's goodput was goodput and its two
+// workers rendered share of its 3 s turn, each render taking perRender.
+func slowStep(m, goodput, after, share float64, perRender time.Duration) demoStep {
+	span := 3 * time.Second
+	busy := time.Duration(share * float64(2*span))
+	return demoStep{
+		multiple: m, capacity: 160, after: after,
+		phase: loadgen.Phase{Name: strconv.FormatFloat(m, 'f', -1, 64) + "x", Rate: m * 160},
+		stats: []loadgen.Stats{{Goodput: goodput}},
+		work:  []turnWork{{known: true, busy: busy, rendered: int64(busy / perRender), span: span, workers: 2}},
+	}
 }
 
 // Past capacity the baseline leaves its workers a backlog, so it runs after
@@ -89,12 +112,16 @@ func TestDemoRunsTheRamp(t *testing.T) {
 	if !strings.Contains(out, "capacity, measured before each step in windows") {
 		t.Errorf("no word of how capacity was measured:\n%s", out)
 	}
-	row := regexp.MustCompile(`(?m)^\s*(\d+)/s \(([\d.]+)x\)\s+(\d+)/s\s+(\d+/s|-)\s+(sluice|no admission)\s`)
+	row := regexp.MustCompile(`(?m)^\s*(\d+)/s \(([\d.]+)x\)\s+(\d+)/s\s+(\d+/s|-)\s+(sluice|no admission)\s+\d+/s\s+\d+%\s+(\d+%|-)\s`)
 	seen := map[string]bool{}
 	for _, m := range row.FindAllStringSubmatch(out, -1) {
 		seen[m[2]+" "+m[5]] = true
 		if m[4] == "-" {
 			t.Errorf("row %q: no capacity after the step, want one after every step, the last included", strings.TrimSpace(m[0]))
+		}
+		// The workers' busy share, read from their counters around the turn.
+		if busy, err := strconv.Atoi(strings.TrimSuffix(m[6], "%")); err != nil || busy > 100 {
+			t.Errorf("row %q: workers busy %q, want a share of the turn", strings.TrimSpace(m[0]), m[6])
 		}
 		offered, _ := strconv.Atoi(m[1])
 		capacity, _ := strconv.Atoi(m[3])

@@ -17,6 +17,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -114,7 +115,12 @@ type App struct {
 	rendered atomic.Int64
 	inflight atomic.Int64
 	peak     atomic.Int64
-	busy     atomic.Int64 // nanoseconds spent rendering, ever
+	busy     atomic.Int64 // nanoseconds spent rendering, ever, summed over renders
+
+	mu       sync.Mutex
+	working  int           // renders doing their work now
+	since    time.Time     // when working last became non-zero
+	occupied time.Duration // while working was non-zero, ever, until since
 }
 
 // Stats is what an App has done.
@@ -122,11 +128,39 @@ type Stats struct {
 	Rendered     int64 `json:"rendered"`
 	Inflight     int64 `json:"inflight"`
 	PeakInflight int64 `json:"peakInflight"`
+	// BusyNs is the wall time during which at least one render was doing
+	// its work, ever, in nanoseconds: the worker's CPU work, and whatever
+	// time other processes took its CPU meanwhile.
+	BusyNs int64 `json:"busyNs"`
 }
 
 // Stats returns the App's counters.
 func (a *App) Stats() Stats {
-	return Stats{Rendered: a.rendered.Load(), Inflight: a.inflight.Load(), PeakInflight: a.peak.Load()}
+	a.mu.Lock()
+	busy := a.occupied
+	if a.working > 0 {
+		busy += time.Since(a.since)
+	}
+	a.mu.Unlock()
+	return Stats{Rendered: a.rendered.Load(), Inflight: a.inflight.Load(), PeakInflight: a.peak.Load(), BusyNs: int64(busy)}
+}
+
+// work does a render's work, counting the time any render is doing it.
+func (a *App) work(cpu time.Duration) uint64 {
+	a.mu.Lock()
+	if a.working == 0 {
+		a.since = time.Now()
+	}
+	a.working++
+	a.mu.Unlock()
+	defer func() {
+		a.mu.Lock()
+		if a.working--; a.working == 0 {
+			a.occupied += time.Since(a.since)
+		}
+		a.mu.Unlock()
+	}()
+	return a.Work.Do(cpu)
 }
 
 // ServeHTTP renders the page: ?cpu=<ms> of CPU work (default 5), then
@@ -147,7 +181,7 @@ func (a *App) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for p := a.peak.Load(); n > p && !a.peak.CompareAndSwap(p, n); p = a.peak.Load() {
 	}
 	start := time.Now()
-	sum := a.Work.Do(cpu)
+	sum := a.work(cpu)
 	a.busy.Add(int64(time.Since(start)))
 	if sleep > 0 {
 		t := time.NewTimer(sleep)
@@ -185,6 +219,6 @@ func (a *App) StatsHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s := a.Stats()
 		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, fmt.Sprintf(`{"rendered":%d,"inflight":%d,"peakInflight":%d}`+"\n", s.Rendered, s.Inflight, s.PeakInflight))
+		io.WriteString(w, fmt.Sprintf(`{"rendered":%d,"inflight":%d,"peakInflight":%d,"busyNs":%d}`+"\n", s.Rendered, s.Inflight, s.PeakInflight, s.BusyNs))
 	})
 }

@@ -2,11 +2,13 @@ package demo
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -164,5 +166,43 @@ func TestCalibrateKeepsTheFastestRound(t *testing.T) {
 	}
 	if spent := at.Sub(time.Time{}); spent < 20*time.Millisecond || spent > 20*time.Millisecond+calibrationRound {
 		t.Errorf("calibrating for 20ms took %v of the clock, want 20ms to 20ms and a round", spent)
+	}
+}
+
+// The stats say how long the worker spent rendering, so that a reader can
+// tell a worker kept busy with slower renders from one left idle.
+func TestStatsCountBusyTime(t *testing.T) {
+	h := WorkerHandler(&App{Work: NewWork(100)})
+	stats := func() Stats {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", StatsPath, nil))
+		var s Stats
+		if err := json.Unmarshal(rec.Body.Bytes(), &s); err != nil {
+			t.Fatalf("stats %q: %v", rec.Body.String(), err)
+		}
+		return s
+	}
+	if got := stats().BusyNs; got != 0 {
+		t.Fatalf("before any render: busy %d ns, want 0", got)
+	}
+	for range 2 {
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/?cpu=2", nil))
+	}
+	if s := stats(); s.Rendered != 2 || s.BusyNs <= 0 {
+		t.Errorf("after two renders: rendered %d, busy %d ns; want 2, and some", s.Rendered, s.BusyNs)
+	}
+
+	// Renders at once are counted once: the time any was under way, never
+	// more than the time they all took.
+	before := stats().BusyNs
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() { h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/?cpu=20", nil)) })
+	}
+	wg.Wait()
+	took := time.Since(start)
+	if busy := time.Duration(stats().BusyNs - before); busy <= 0 || busy > took {
+		t.Errorf("four renders at once in %v: busy %v, want some, and no more than that", took, busy)
 	}
 }
