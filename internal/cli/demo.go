@@ -613,21 +613,29 @@ func workerTotals(sup *supervisor.Supervisor) (demo.Stats, int, error) {
 		if w.State != supervisor.StateReady || w.Network != "tcp" || w.Addr == "" {
 			continue
 		}
-		resp, err := http.Get("http://" + w.Addr + demo.StatsPath)
+		st, err := workerStats(w.Addr)
 		if err != nil {
 			return sum, n, err
-		}
-		var st demo.Stats
-		err = jsonDecode(resp.Body, &st)
-		resp.Body.Close()
-		if err != nil {
-			return sum, n, fmt.Errorf("worker %s stats: %w", w.Addr, err)
 		}
 		sum.Rendered += st.Rendered
 		sum.BusyNs += st.BusyNs
 		n++
 	}
 	return sum, n, nil
+}
+
+// workerStats reads a demo worker's counters from its address.
+func workerStats(addr string) (demo.Stats, error) {
+	var st demo.Stats
+	resp, err := http.Get("http://" + addr + demo.StatsPath)
+	if err != nil {
+		return st, err
+	}
+	defer resp.Body.Close()
+	if err := jsonDecode(resp.Body, &st); err != nil {
+		return st, fmt.Errorf("worker %s stats: %w", addr, err)
+	}
+	return st, nil
 }
 
 // waitIdle waits until no worker has a render in flight.
@@ -639,14 +647,7 @@ func waitIdle(ctx context.Context, sup *supervisor.Supervisor, within time.Durat
 			if w.Network != "tcp" || w.Addr == "" {
 				continue
 			}
-			resp, err := http.Get("http://" + w.Addr + demo.StatsPath)
-			if err != nil {
-				continue
-			}
-			var st demo.Stats
-			err = jsonDecode(resp.Body, &st)
-			resp.Body.Close()
-			if err == nil && st.Inflight > 0 {
+			if st, err := workerStats(w.Addr); err == nil && st.Inflight > 0 {
 				busy++
 			}
 		}
