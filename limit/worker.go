@@ -465,7 +465,7 @@ func (w *Worker) saturationRule(now time.Time, l, peak int, occupancy float64) i
 		// by a window (an event loop's utilization over its last 100 ms),
 		// and unbounded per round trip they took simulated async workers
 		// to twice the concurrency that saturated their loops.
-		w.ack, w.ackCap = slow, min(ceiling, 2*up)
+		w.ack, w.ackCap = slow, min(ceiling, 2*up, w.max)
 		return up
 	}
 	return l

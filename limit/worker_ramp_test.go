@@ -94,6 +94,27 @@ func TestWorkerSlowStartGrowsWithCompletions(t *testing.T) {
 	decide(w, 1, false)
 }
 
+// Completions in slow start never take the limit past Max.
+func TestWorkerSlowStartStaysWithinMax(t *testing.T) {
+	now := time.Unix(0, 0)
+	w, err := NewWorker(now, WorkerOptions{Max: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := windowOf(w, &now, 1, 4, 60*time.Millisecond, 0.02); got != 2 {
+		t.Fatalf("a light window: got limit %d, want 2", got)
+	}
+	for range 4 {
+		w.Occupy(now, w.Limit())
+		w.Report(0.05)
+		w.Complete(60*time.Millisecond, false)
+	}
+	now = now.Add(time.Millisecond)
+	if got, _ := w.Decide(now); got != 3 {
+		t.Errorf("four completions at the whole limit, loop idle: got limit %d, want Max, 3", got)
+	}
+}
+
 // The occupancy of a window in which the worker held a quarter of its
 // limit or less (a lull) does not bound what the next window's reports
 // project: taken as the load they covered, it held the limit where it was.
