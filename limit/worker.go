@@ -126,19 +126,33 @@ const (
 //
 // When the worker reports its saturation (for Node.js, its event-loop
 // utilization, on each response), an AIMD rule (AIMD's, with the guards
-// below) applies once per window, with s the mean of the window's reports
-// and L the limit:
+// below) applies once per window, with s the mean of the window's reports,
+// L the limit and H what a cut applies to: L when the limit binds (peak >=
+// L/2), else peak when the loop is saturated (s >= MaxSaturation) and rtt
+// is over 1.5 times the baseline, else nothing (no cut):
 //
-//	rtt > 3 x baseline and peak >= L/2:  L = max(1, min(floor(0.9 L), floor(L x 3 x baseline / rtt)))
-//	s >= MaxSaturation and peak >= L/2, or a request timed out:  L = max(1, floor(0.9 L))
+//	rtt > 3 x baseline, H known:  L = max(1, min(floor(0.9 H), floor(H x 3 x baseline / rtt)))
+//	s >= MaxSaturation, H known:  L = max(1, floor(0.9 H))
+//	a request timed out:  L = max(1, floor(0.9 L))
 //	s < MaxSaturation and peak >= L, rtt <= 3 x baseline:  L = min(L + step, floor(MaxSaturation x occupancy / s))
 //	otherwise: L holds
+//
+// A limit far above what its worker holds bounds nothing: when async
+// renders become CPU-bound ones, the saturated worker fills with requests
+// that queue inside it long before it holds half its limit, so the cut
+// applies to what it holds.
 //
 // The first line needs rtt over its bound in two windows in a row, and
 // takes the lower of their two rtts: one window alone is as often a stall
 // that passes by itself. After such a cut the windows that end within the
 // rtt it was judged at are not judged: the requests finishing then were
-// sent under the old limit, and waited behind as many others.
+// sent under the old limit, and waited behind as many others. The first
+// window after them (with at least 4 completions) judges the cut: requests
+// that queued inside the worker take less time at the lower limit, and
+// the cut stays; if they take at least halfway between the rtt the cut was
+// sized by and that rtt scaled down by the cut, and the loop is not
+// saturated, they wait on their own (the worker's database or an API it
+// calls slowed down): that rtt becomes the baseline and the cut is undone.
 //
 // step is max(1, ceil(sqrt(L))); while the limit has never been cut, the
 // loop is under half busy (2s < MaxSaturation) and rtt is within 1.2
@@ -148,7 +162,10 @@ const (
 // square-root steps. Each request that finishes near the baseline while
 // the worker holds its whole limit adds one (see Complete), so the limit
 // doubles each round trip, up to twice the last window's limit; each
-// window takes it to at least twice the limit it started at.
+// window takes it to at least twice the limit it started at. A window in
+// which the loop was under a quarter busy (4s < MaxSaturation) at the
+// whole limit is slow start too, whenever it comes: twice the limit is
+// still under half busy, as when CPU-bound renders become async ones.
 //
 // occupancy is the mean number of requests the worker held, measured
 // here: the lower of this window's and the last one's, since a report
@@ -246,7 +263,7 @@ type Worker struct {
 	prevOcc  float64 // the last window's occupancy; -1 before the first
 	ramped   bool    // slow start is over: a probe failed or the limit was cut
 
-	// The first slow start of a worker whose saturation is known grows
+	// A slow start of a worker whose saturation is known grows
 	// with its completions as well as once a window (see Complete).
 	from   int  // the limit when the window started
 	ack    bool // the last window judged slow start on: completions add slots
@@ -258,6 +275,11 @@ type Worker struct {
 	cutSettle bool
 	cutUntil  time.Time
 	severeRTT float64 // the last judged window's rtt, ns, if over the cut's bound; else 0
+	// The cut for latency is judged by the first window after it
+	// settles: cutFrom is the limit it left (0: none pending), cutRTT
+	// the rtt it was sized by (ns), cutTo the limit it set.
+	cutFrom, cutTo int
+	cutRTT         float64
 
 	// The throughput climb of a worker that reports nothing.
 	settle      bool      // the limit just changed: windows are not judged
@@ -332,7 +354,7 @@ func (w *Worker) Report(s float64) bool {
 // worker, dropped that its client was answered a timeout before it
 // finished.
 //
-// In the first slow start of a worker whose saturation is known, once a
+// In a slow start of a worker whose saturation is known (see Worker), once a
 // window has judged its loop under half busy, each request that finishes
 // within workerSlowStart times the no-load latency while the worker held
 // its whole limit adds one to the limit, up to twice the limit the last
@@ -418,14 +440,47 @@ func (w *Worker) saturationRule(now time.Time, l, peak int, occupancy float64) i
 		w.cutSettle = now.Before(w.cutUntil)
 		return l
 	}
+	if from := w.cutFrom; from > 0 && w.n >= workerMinSamples {
+		w.cutFrom = 0
+		// Requests that queued inside the worker take less time once it
+		// holds fewer (at the same throughput, rtt falls with the limit,
+		// to about cutTo/cutFrom of what it was); a worker whose
+		// requests wait longer on their own (its database slowed down)
+		// takes as long with fewer, and only serves fewer, its loop idle.
+		// That latency is its no-load latency now: the cut is undone.
+		// Kept, such cuts took simulated async workers whose waits grew
+		// fourfold from 34 to 7, and real Node workers from 20 to 2 (28%
+		// of 300/s served, HAProxy at a fixed 32 83%). A saturated loop
+		// keeps the cut: its requests do queue, and their latency can
+		// still be growing with a backlog the cut has not bounded yet
+		// (async renders become CPU-bound ones).
+		if s < w.maxSat && rtt >= w.cutRTT*(1+float64(w.cutTo)/float64(from))/2 {
+			w.baseline, w.severeRTT = rtt, 0
+			return max(from, l)
+		}
+	}
 	// A cut for latency needs two windows in a row over the bound: one
 	// alone is as often a stall (a collection, the neighbour on the core
 	// taking a turn) that passes by itself, and the cut, sized by the
 	// window's latency, took the limit below what the worker had been
 	// serving. It is sized by the lower of the two.
+	// A cut applies to the limit when it binds (the worker held half of
+	// it or more), else to what the worker held, once its loop is
+	// saturated at that and its requests queue inside it: a limit far
+	// above what a worker holds bounds nothing, and cut by a tenth a
+	// window it took two seconds to come down to the load when async
+	// renders became CPU-bound ones (real Node workers, 57 to 14, every
+	// request 200-860 ms meanwhile).
+	held := l
+	if 2*peak < l {
+		held = 0
+		if s >= w.maxSat && !w.nearBaseline(rtt, workerTolerance) {
+			held = peak
+		}
+	}
 	prevSevere := w.severeRTT
 	w.severeRTT = 0
-	if severe && 2*peak >= l {
+	if severe && held > 0 {
 		w.severeRTT = rtt
 	}
 	switch {
@@ -433,13 +488,20 @@ func (w *Worker) saturationRule(now time.Time, l, peak int, occupancy float64) i
 		w.ramped, w.severeRTT = true, 0
 		judged := min(rtt, prevSevere)
 		w.cutSettle, w.cutUntil = true, now.Add(time.Duration(rtt))
-		return min(int(math.Floor(0.9*float64(l))), int(math.Floor(float64(l)*workerGuardGrowth*w.baseline/judged)))
-	case s >= w.maxSat && 2*peak >= l:
+		to := max(1, min(int(math.Floor(0.9*float64(held))), int(math.Floor(float64(held)*workerGuardGrowth*w.baseline/judged))))
+		w.cutFrom, w.cutTo, w.cutRTT = l, to, judged
+		return to
+	case s >= w.maxSat && held > 0:
 		w.ramped = true
-		return int(math.Floor(0.9 * float64(l)))
+		return int(math.Floor(0.9 * float64(held)))
 	case s < w.maxSat && peak >= l && !inflated:
 		up := l + max(1, int(math.Ceil(math.Sqrt(float64(l)))))
-		slow := !w.ramped && 2*s < w.maxSat && w.nearBaseline(rtt, workerSlowStart)
+		// Slow start: the first (see above), and any window in which
+		// the loop was under a quarter busy at the whole limit, as when
+		// CPU-bound renders became async ones: twice the limit is then
+		// still under half busy, and by square-root steps an async worker
+		// took a second to climb back from a CPU-bound workload's 1 or 2.
+		slow := 2*s < w.maxSat && (!w.ramped && w.nearBaseline(rtt, workerSlowStart) || 4*s < w.maxSat)
 		if slow {
 			// At least double the limit the window started at: its
 			// completions may have raised it already.

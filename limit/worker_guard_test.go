@@ -51,8 +51,9 @@ func learnedAt16(t *testing.T, now *time.Time, sat float64) *Worker {
 // row, and is judged once per backlog: the requests that finish in the
 // windows after it were sent under the old limit and waited inside the
 // worker behind as many others, so their latency says nothing of the new
-// limit's. The guard judges again once they are through, and cuts again if
-// the worker is still slow.
+// limit's. The guard judges again once they are through: requests that
+// take less time at the lower limit were queued inside the worker, and
+// the cut stays; if they are still slow, it cuts again.
 func TestWorkerGuardCutsOnceForOneBacklog(t *testing.T) {
 	now := time.Unix(0, 0)
 	w := learnedAt16(t, &now, 0.3)
@@ -78,11 +79,37 @@ func TestWorkerGuardCutsOnceForOneBacklog(t *testing.T) {
 			t.Fatalf("window %d after the cut, the old backlog finishing: got limit %d, want 11 held", i+1, got)
 		}
 	}
-	if got := windowOf(w, &now, 11, 11, 250*time.Millisecond, 0.5); got != 11 {
-		t.Fatalf("past the backlog, 250 ms at 11 once: got limit %d, want 11 held", got)
+	// 200 ms at 11: faster than the 211 ms halfway between the 250 ms
+	// the cut was sized by and the 172 ms it would take at 11 had they all
+	// queued, so they did; still over the bound.
+	if got := windowOf(w, &now, 11, 11, 200*time.Millisecond, 0.5); got != 11 {
+		t.Fatalf("past the backlog, 200 ms at 11 once: got limit %d, want 11 held", got)
 	}
-	if got := windowOf(w, &now, 11, 11, 250*time.Millisecond, 0.5); got != 7 {
-		t.Errorf("past the backlog, 250 ms at 11 twice: got limit %d, want 7, cut again", got)
+	if got := windowOf(w, &now, 11, 11, 200*time.Millisecond, 0.5); got != 9 {
+		t.Errorf("past the backlog, 200 ms at 11 twice: got limit %d, want 9, cut again (11 x 180/200)", got)
+	}
+}
+
+// A worker whose requests take as long after a cut for latency as before
+// it did not queue them: its requests wait longer on their own (its
+// database or an API it calls slowed down), and the cut only served fewer.
+// The cut is undone, that latency becomes its no-load latency, and the
+// limit grows again while its loop is idle: cut after cut, an async worker
+// whose waits grew fourfold went from 34 to 7 in simulation, and real Node
+// workers to 2.
+func TestWorkerGuardUndoesCutForOwnLatency(t *testing.T) {
+	now := time.Unix(0, 0)
+	w := learnedAt16(t, &now, 0.3)
+	for i, want := range []int{16, 11, 11, 11, 11} {
+		if got := windowOf(w, &now, w.Limit(), w.Limit(), 250*time.Millisecond, 0.5); got != want {
+			t.Fatalf("window %d at 250 ms: got limit %d, want %d (the cut and its backlog)", i+1, got, want)
+		}
+	}
+	if got := windowOf(w, &now, 11, 11, 250*time.Millisecond, 0.5); got != 16 {
+		t.Fatalf("past the backlog, still 250 ms at 11: got limit %d, want 16, the cut undone", got)
+	}
+	if got := windowOf(w, &now, 16, 16, 250*time.Millisecond, 0.5); got <= 16 {
+		t.Errorf("250 ms at 16 after the undo: got limit %d, want more than 16 (250 ms is its no-load latency now, its loop half idle)", got)
 	}
 }
 
@@ -136,5 +163,24 @@ func TestWorkerGuardGrowsUpToThreeTimes(t *testing.T) {
 	l := w.Limit()
 	if got := windowOf(w, &now, l, l, 190*time.Millisecond, 0.5); got != l {
 		t.Errorf("at %d, 190 ms (over three times the no-load latency) once: got limit %d, want %d held", l, got, l)
+	}
+}
+
+// A cut for latency is not undone when the worker's loop is saturated in
+// the window that judges it, however long its requests still take: they
+// do queue inside it, and their latency can still be growing with a
+// backlog the cut has not bounded yet (async renders that became CPU-bound
+// ones). Undone, real Node workers in that shift went back from 51 to 64
+// and came down by a tenth a window for a second more.
+func TestWorkerGuardKeepsCutOfSaturatedLoop(t *testing.T) {
+	now := time.Unix(0, 0)
+	w := learnedAt16(t, &now, 0.3)
+	for i, want := range []int{16, 11, 11, 11, 11} {
+		if got := windowOf(w, &now, w.Limit(), w.Limit(), 250*time.Millisecond, 0.5); got != want {
+			t.Fatalf("window %d at 250 ms: got limit %d, want %d (the cut and its backlog)", i+1, got, want)
+		}
+	}
+	if got := windowOf(w, &now, 11, 11, 300*time.Millisecond, 0.99); got > 11 {
+		t.Errorf("past the backlog, 300 ms at 11 with the loop saturated: got limit %d, want the cut kept (11 or less)", got)
 	}
 }

@@ -102,6 +102,7 @@ type simFront struct {
 	held     int
 	queue    []chan struct{}
 	served   int
+	good     int // served within a second of arriving: a client's timeout
 	maxLimit int
 }
 
@@ -118,6 +119,7 @@ func (f *simFront) limit() int {
 
 // request is one arrival: it waits up to 500 ms for a slot, then runs.
 func (f *simFront) request() {
+	arrived := time.Now()
 	f.mu.Lock()
 	if f.held < f.wl.limit && len(f.queue) == 0 {
 		f.held++
@@ -156,6 +158,9 @@ func (f *simFront) request() {
 	defer f.mu.Unlock()
 	f.held--
 	f.served++
+	if now.Sub(arrived) <= time.Second {
+		f.good++
+	}
 	f.wl.Occupy(now, f.held)
 	if v := f.report(sat); v != "" {
 		f.wl.Report(parseReport(v))
@@ -344,6 +349,90 @@ func TestWorkerLimitSimFollowsSlowerRenders(t *testing.T) {
 		}
 		if got := after[20]; got > 20 || got < 8 {
 			t.Errorf("2 s after the step: limit %d, want in [8, 20] (trace %v)", got, after)
+		}
+	})
+}
+
+// firstIndex returns the first index of trace at which keep holds, or -1.
+func firstIndex(trace []int, keep func(int) bool) int {
+	for i, l := range trace {
+		if keep(l) {
+			return i
+		}
+	}
+	return -1
+}
+
+// When async renders become CPU-bound ones (a deploy, a page whose data
+// is now cached), the limit comes down to the one request a CPU-bound
+// worker takes within a second, though the worker at first holds far
+// fewer requests than its limit: a saturated loop whose requests queue
+// inside it is held to what it holds. Cut only once the limit bound it
+// (half of it held), it took 1.8 s, every request meanwhile waiting
+// behind up to 30 others inside the worker.
+func TestWorkerLimitSimFollowsAsyncToCPUBound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newSimWorker(2*time.Millisecond, 60*time.Millisecond)
+		f := newSimFront(w, 64, elu)
+		before := f.load(400, 3*time.Second)
+		if got := before[len(before)-1]; got < 20 {
+			t.Fatalf("async at 400/s: limit %d, want at least 20 (trace %v)", got, before)
+		}
+		w.set(20*time.Millisecond, 0) // 50/s, at 1.5x
+		after := f.load(75, 3*time.Second)
+		if i := firstIndex(after, func(l int) bool { return l <= 3 }); i < 0 || i > 10 {
+			t.Errorf("CPU-bound at 1.5x: limit at 3 or less after %d windows of 100 ms, want within 1 s (trace %v)", i, after)
+		}
+		if got := slicesMax(after[15:]); got > 3 {
+			t.Errorf("CPU-bound at 1.5x: limit up to %d from 1.5 s on, want at most 3 (trace %v)", got, after)
+		}
+	})
+}
+
+// When CPU-bound renders become async ones, the limit climbs back from
+// the CPU-bound worker's 1 or 2 by doubling while the loop is under a
+// quarter busy, as in a first slow start, not by square-root steps (1.0 s
+// to reach 20, 92% of 400/s served over the 3 s).
+func TestWorkerLimitSimFollowsCPUBoundToAsync(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newSimWorker(10*time.Millisecond, 0)
+		f := newSimFront(w, 64, elu)
+		before := f.load(150, 3*time.Second)
+		if got := slicesMax(before[10:]); got > 3 {
+			t.Fatalf("CPU-bound at 1.5x: limit up to %d, want at most 3 (trace %v)", got, before)
+		}
+		w.set(2*time.Millisecond, 60*time.Millisecond) // saturates near 31 at once, 500/s
+		served := f.served
+		after := f.load(400, 3*time.Second)
+		if i := firstIndex(after, func(l int) bool { return l >= 20 }); i < 0 || i > 7 {
+			t.Errorf("async at 400/s: limit reached 20 after %d windows of 100 ms, want within 0.7 s (trace %v)", i, after)
+		}
+		if got := float64(f.served-served) / 1200; got < 0.97 {
+			t.Errorf("async at 400/s: served %.1f%% over 3 s, want at least 97%% (trace %v)", 100*got, after)
+		}
+	})
+}
+
+// An async worker whose waits grow fourfold (its database slowed down)
+// needs four times the requests at once for the same throughput, and its
+// loop stays mostly idle: its limit must not fall. Its latency is four
+// times its no-load latency, as if its requests queued inside it, and
+// the guard cut for it; the cut is undone when the requests take as long
+// at the lower limit. Before, cut after cut took the limit from 34 to 7
+// and served 35% of 200/s.
+func TestWorkerLimitSimSlowerWaitsKeepServing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newSimWorker(2*time.Millisecond, 60*time.Millisecond)
+		f := newSimFront(w, 64, elu)
+		f.load(200, 3*time.Second)
+		w.set(2*time.Millisecond, 240*time.Millisecond) // 48 at once for 200/s
+		good := f.good
+		after := f.load(200, 4*time.Second)
+		if got := float64(f.good-good) / 800; got < 0.95 {
+			t.Errorf("waits of 240 ms at 200/s: %.1f%% served within 1 s over 4 s, want at least 95%% (trace %v)", 100*got, after)
+		}
+		if got := after[len(after)-1]; got < 48 {
+			t.Errorf("waits of 240 ms at 200/s: limit %d at the end, want at least the 48 the load needs (trace %v)", got, after)
 		}
 	})
 }
