@@ -150,8 +150,8 @@ const (
 // window after them (with at least 4 completions) judges the cut: requests
 // that queued inside the worker take less time at the lower limit, and
 // the cut stays; if they take at least halfway between the rtt the cut was
-// sized by and that rtt scaled down by the cut, and the loop is not
-// saturated, they wait on their own (the worker's database or an API it
+// sized by and that rtt scaled down by the cut, and the loop was under
+// half busy in the window cut and in this one, they wait on their own (the worker's database or an API it
 // calls slowed down): that rtt becomes the baseline and the cut is undone.
 //
 // step is max(1, ceil(sqrt(L))); while the limit has never been cut, the
@@ -277,9 +277,10 @@ type Worker struct {
 	severeRTT float64 // the last judged window's rtt, ns, if over the cut's bound; else 0
 	// The cut for latency is judged by the first window after it
 	// settles: cutFrom is the limit it left (0: none pending), cutRTT
-	// the rtt it was sized by (ns), cutTo the limit it set.
+	// the rtt it was sized by (ns), cutTo the limit it set, cutSat the
+	// saturation of the window that cut.
 	cutFrom, cutTo int
-	cutRTT         float64
+	cutRTT, cutSat float64
 
 	// The throughput climb of a worker that reports nothing.
 	settle      bool      // the limit just changed: windows are not judged
@@ -450,11 +451,14 @@ func (w *Worker) saturationRule(now time.Time, l, peak int, occupancy float64) i
 		// That latency is its no-load latency now: the cut is undone.
 		// Kept, such cuts took simulated async workers whose waits grew
 		// fourfold from 34 to 7, and real Node workers from 20 to 2 (28%
-		// of 300/s served, HAProxy at a fixed 32 83%). A saturated loop
-		// keeps the cut: its requests do queue, and their latency can
-		// still be growing with a backlog the cut has not bounded yet
-		// (async renders become CPU-bound ones).
-		if s < w.maxSat && rtt >= w.cutRTT*(1+float64(w.cutTo)/float64(from))/2 {
+		// of 300/s served, HAProxy at a fixed 32 83%). Only a loop under
+		// half busy, in the window cut and in this one, is undone so: a
+		// busier one's requests do queue, though their latency may not
+		// show it yet (a backlog the cut has not bounded, as when async
+		// renders become CPU-bound ones) or not clearly (two workers
+		// overloaded on one CPU, their reports swinging between 0.6 and
+		// 1 from window to window, the rtt as noisy as the cut is deep).
+		if 2*s < w.maxSat && 2*w.cutSat < w.maxSat && rtt >= w.cutRTT*(1+float64(w.cutTo)/float64(from))/2 {
 			w.baseline, w.severeRTT = rtt, 0
 			return max(from, l)
 		}
@@ -489,7 +493,7 @@ func (w *Worker) saturationRule(now time.Time, l, peak int, occupancy float64) i
 		judged := min(rtt, prevSevere)
 		w.cutSettle, w.cutUntil = true, now.Add(time.Duration(rtt))
 		to := max(1, min(int(math.Floor(0.9*float64(held))), int(math.Floor(float64(held)*workerGuardGrowth*w.baseline/judged))))
-		w.cutFrom, w.cutTo, w.cutRTT = l, to, judged
+		w.cutFrom, w.cutTo, w.cutRTT, w.cutSat = l, to, judged, s
 		return to
 	case s >= w.maxSat && held > 0:
 		w.ramped = true
