@@ -129,7 +129,8 @@ const (
 // below) applies once per window, with s the mean of the window's reports,
 // L the limit and H what a cut applies to: L when the limit binds (peak >=
 // L/2), else peak when the loop is saturated (s >= MaxSaturation) and rtt
-// is over 1.5 times the baseline, else nothing (no cut):
+// is over 1.5 times the baseline or the loop half busy and rtt over 3
+// times, else nothing (no cut):
 //
 //	rtt > 3 x baseline, H known:  L = max(1, min(floor(0.9 H), floor(H x 3 x baseline / rtt)))
 //	s >= MaxSaturation, H known:  L = max(1, floor(0.9 H))
@@ -469,16 +470,20 @@ func (w *Worker) saturationRule(now time.Time, l, peak int, occupancy float64) i
 	// window's latency, took the limit below what the worker had been
 	// serving. It is sized by the lower of the two.
 	// A cut applies to the limit when it binds (the worker held half of
-	// it or more), else to what the worker held, once its loop is
-	// saturated at that and its requests queue inside it: a limit far
-	// above what a worker holds bounds nothing, and cut by a tenth a
-	// window it took two seconds to come down to the load when async
-	// renders became CPU-bound ones (real Node workers, 57 to 14, every
-	// request 200-860 ms meanwhile).
+	// it or more), else to what the worker held, once its requests queue
+	// inside it: its loop saturated and its requests slower than
+	// workerTolerance times the no-load latency, or its loop half busy
+	// or more and its requests past the guard's bound (a loop that
+	// shares its CPU with a neighbour reads 0.93-0.97 as the kernel
+	// measures it, though CPU-bound). A limit far above what a worker
+	// holds bounds nothing: cut by a tenth a window once it bound, it
+	// took two seconds to come down to the load when async renders
+	// became CPU-bound ones (real Node workers, 57 to 14, every request
+	// 200-860 ms meanwhile).
 	held := l
 	if 2*peak < l {
 		held = 0
-		if s >= w.maxSat && !w.nearBaseline(rtt, workerTolerance) {
+		if s >= w.maxSat && !w.nearBaseline(rtt, workerTolerance) || 2*s >= w.maxSat && severe {
 			held = peak
 		}
 	}
