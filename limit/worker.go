@@ -129,8 +129,8 @@ const (
 // below) applies once per window, with s the mean of the window's reports,
 // L the limit and H what a cut applies to: L when the limit binds (peak >=
 // L/2), else peak when the loop is saturated (s >= MaxSaturation) and rtt
-// is over 1.5 times the baseline or the loop half busy and rtt over 3
-// times, else nothing (no cut):
+// is over 1.5 times the baseline or the loop half busy (over this window
+// and the last) and rtt over 3 times, else nothing (no cut):
 //
 //	rtt > 3 x baseline, H known:  L = max(1, min(floor(0.9 H), floor(H x 3 x baseline / rtt)))
 //	s >= MaxSaturation, H known:  L = max(1, floor(0.9 H))
@@ -152,7 +152,7 @@ const (
 // that queued inside the worker take less time at the lower limit, and
 // the cut stays; if they take at least halfway between the rtt the cut was
 // sized by and that rtt scaled down by the cut, and the loop was under
-// half busy in the window cut and in this one, they wait on their own (the worker's database or an API it
+// half busy when it cut and now (each read over two windows), they wait on their own (the worker's database or an API it
 // calls slowed down): that rtt becomes the baseline and the cut is undone.
 //
 // step is max(1, ceil(sqrt(L))); while the limit has never been cut, the
@@ -278,10 +278,12 @@ type Worker struct {
 	severeRTT float64 // the last judged window's rtt, ns, if over the cut's bound; else 0
 	// The cut for latency is judged by the first window after it
 	// settles: cutFrom is the limit it left (0: none pending), cutRTT
-	// the rtt it was sized by (ns), cutTo the limit it set, cutSat the
-	// saturation of the window that cut.
+	// the rtt it was sized by (ns), cutTo the limit it set, cutBusy
+	// whether the loop was half busy when it cut.
 	cutFrom, cutTo int
-	cutRTT, cutSat float64
+	cutRTT         float64
+	cutBusy        bool
+	lastSat        float64 // the last window's mean report
 
 	// The throughput climb of a worker that reports nothing.
 	settle      bool      // the limit just changed: windows are not judged
@@ -433,6 +435,11 @@ func (w *Worker) saturationRule(now time.Time, l, peak int, occupancy float64) i
 		inflated = w.guarded(rtt, workerGuardGrowth)
 		severe = w.guarded(rtt, workerGuardCut)
 	}
+	// Whether the loop is half busy is read over this window and the last:
+	// two overloaded workers sharing a CPU reported 0.45 and 0.95 in
+	// turns, window after window.
+	busy := 2*max(s, w.lastSat) >= w.maxSat
+	w.lastSat = s
 	if w.cutSettle {
 		// The requests that complete for a while after a cut were sent
 		// under the limit cut, and waited inside the worker behind as many
@@ -453,13 +460,13 @@ func (w *Worker) saturationRule(now time.Time, l, peak int, occupancy float64) i
 		// Kept, such cuts took simulated async workers whose waits grew
 		// fourfold from 34 to 7, and real Node workers from 20 to 2 (28%
 		// of 300/s served, HAProxy at a fixed 32 83%). Only a loop under
-		// half busy, in the window cut and in this one, is undone so: a
-		// busier one's requests do queue, though their latency may not
-		// show it yet (a backlog the cut has not bounded, as when async
-		// renders become CPU-bound ones) or not clearly (two workers
-		// overloaded on one CPU, their reports swinging between 0.6 and
-		// 1 from window to window, the rtt as noisy as the cut is deep).
-		if 2*s < w.maxSat && 2*w.cutSat < w.maxSat && rtt >= w.cutRTT*(1+float64(w.cutTo)/float64(from))/2 {
+		// half busy when the cut was made and now (each over two
+		// windows) is undone so: a busier one's requests do queue,
+		// though their latency may not show it yet (a backlog the cut has
+		// not bounded, as when async renders become CPU-bound ones) or
+		// not clearly (two workers overloaded on one CPU, the rtt as
+		// noisy as the cut is deep).
+		if !busy && !w.cutBusy && rtt >= w.cutRTT*(1+float64(w.cutTo)/float64(from))/2 {
 			w.baseline, w.severeRTT = rtt, 0
 			return max(from, l)
 		}
@@ -483,7 +490,7 @@ func (w *Worker) saturationRule(now time.Time, l, peak int, occupancy float64) i
 	held := l
 	if 2*peak < l {
 		held = 0
-		if s >= w.maxSat && !w.nearBaseline(rtt, workerTolerance) || 2*s >= w.maxSat && severe {
+		if s >= w.maxSat && !w.nearBaseline(rtt, workerTolerance) || busy && severe {
 			held = peak
 		}
 	}
@@ -498,7 +505,7 @@ func (w *Worker) saturationRule(now time.Time, l, peak int, occupancy float64) i
 		judged := min(rtt, prevSevere)
 		w.cutSettle, w.cutUntil = true, now.Add(time.Duration(rtt))
 		to := max(1, min(int(math.Floor(0.9*float64(held))), int(math.Floor(float64(held)*workerGuardGrowth*w.baseline/judged))))
-		w.cutFrom, w.cutTo, w.cutRTT, w.cutSat = l, to, judged, s
+		w.cutFrom, w.cutTo, w.cutRTT, w.cutBusy = l, to, judged, busy
 		return to
 	case s >= w.maxSat && held > 0:
 		w.ramped = true

@@ -114,36 +114,38 @@ func TestWorkerGuardUndoesCutForOwnLatency(t *testing.T) {
 }
 
 // A cut for latency is not undone, however long the requests still take,
-// when the worker's loop was half busy or more in the window that cut or
-// in the one that judges it: its requests do queue, their latency still
+// when the worker's loop was half busy or more (read over two windows) when
+// it cut or when it is judged: its requests do queue, their latency still
 // growing with a backlog the cut has not bounded yet (async renders that
 // became CPU-bound ones: undone, real Node workers went back from 51 to 64
 // and came down by a tenth a window for a second more), or too noisy to
-// judge (two overloaded workers on one CPU, reporting 0.6 and 1 in turns).
+// judge (two overloaded workers on one CPU, reporting 0.45 and 0.95 in
+// turns).
 func TestWorkerGuardKeepsCutOfBusyLoop(t *testing.T) {
 	for _, tc := range []struct {
-		name       string
-		cut, judge float64 // the loop's saturation in the window cut and in the one judging
+		name string
+		sat  [6]float64 // the reports of the windows: before the cut, the cut, three of its backlog, the judge
 	}{
-		{"saturated when judged", 0.3, 0.99},
-		{"half busy when judged", 0.3, 0.6},
-		{"saturated when cut", 0.99, 0.3},
+		{"saturated when judged", [6]float64{0.3, 0.3, 0.3, 0.3, 0.3, 0.99}},
+		{"half busy when judged", [6]float64{0.3, 0.3, 0.3, 0.3, 0.3, 0.6}},
+		{"saturated when cut", [6]float64{0.3, 0.99, 0.3, 0.3, 0.3, 0.3}},
+		{"swinging", [6]float64{0.95, 0.44, 0.95, 0.44, 0.95, 0.44}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			now := time.Unix(0, 0)
 			w := learnedAt16(t, &now, 0.2)
-			if got := windowOf(w, &now, 16, 16, 250*time.Millisecond, 0.3); got != 16 {
+			if got := windowOf(w, &now, 16, 16, 250*time.Millisecond, tc.sat[0]); got != 16 {
 				t.Fatalf("at 16, one window of 250 ms: got limit %d, want 16 held", got)
 			}
-			if got := windowOf(w, &now, 16, 16, 250*time.Millisecond, tc.cut); got != 11 {
+			if got := windowOf(w, &now, 16, 16, 250*time.Millisecond, tc.sat[1]); got != 11 {
 				t.Fatalf("at 16, a second window of 250 ms: got limit %d, want 11", got)
 			}
 			for i := range 3 {
-				if got := windowOf(w, &now, 11, 11, 250*time.Millisecond, 0.3); got != 11 {
+				if got := windowOf(w, &now, 11, 11, 250*time.Millisecond, tc.sat[2+i]); got != 11 {
 					t.Fatalf("window %d after the cut: got limit %d, want 11 held", i+1, got)
 				}
 			}
-			if got := windowOf(w, &now, 11, 11, 300*time.Millisecond, tc.judge); got > 11 {
+			if got := windowOf(w, &now, 11, 11, 300*time.Millisecond, tc.sat[5]); got > 11 {
 				t.Errorf("past the backlog, 300 ms at 11: got limit %d, want the cut kept (11 or less)", got)
 			}
 		})
