@@ -90,6 +90,59 @@ func TestWorkerGuardCutsOnceForOneBacklog(t *testing.T) {
 	}
 }
 
+// One request answered in a millisecond (a health check or a cached page
+// through the front), alone in a window of a worker at its start, does not
+// become the worker's no-load latency: the requests after it, taking 60 ms,
+// are not judged queued, and the limit doubles as a fresh worker's should.
+func TestWorkerBaselineNeedsSamples(t *testing.T) {
+	now := time.Unix(0, 0)
+	w, err := NewWorker(now, WorkerOptions{Max: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := windowOf(w, &now, 1, 1, time.Millisecond, 0.02); got != 2 {
+		t.Fatalf("one fast request: got limit %d, want 2", got)
+	}
+	// At least doubling each window (the completions of a window that
+	// held its limit add to it as well).
+	for range 3 {
+		l := w.Limit()
+		if got := backloggedWindow(w, &now, max(l, 4), 60*time.Millisecond, 0.05); got < 2*l {
+			t.Fatalf("at %d, requests taking 60 ms, the loop idle: got limit %d, want at least %d", l, got, 2*l)
+		}
+	}
+	// Under load too: a window with fewer completions than a window's
+	// judgement needs does not lower it (the idle loop still doubles the
+	// limit reached).
+	l := w.Limit()
+	if got := backloggedWindow(w, &now, 1, time.Millisecond, 0.05); got < min(2*l, 64) {
+		t.Fatalf("one fast request among %d held: got limit %d, want at least %d", l, got, min(2*l, 64))
+	}
+	if l := w.Limit(); l < 64 {
+		if got := backloggedWindow(w, &now, l, 60*time.Millisecond, 0.05); got < min(2*l, 64) {
+			t.Errorf("at %d, 60 ms again: got limit %d, want at least %d, doubling still", l, got, min(2*l, 64))
+		}
+	}
+}
+
+// A worker whose requests take between twice and three times their
+// no-load latency while its loop is not saturated is given more: an async
+// worker sharing its CPU waits for it more as its load grows, whatever its
+// limit, and two real Node workers sharing one CPU still served more at
+// 2.2 times their no-load latency (a fixed 32) than at twice; held at
+// twice, they served 4-17% less. Past three times, it is not.
+func TestWorkerGuardGrowsUpToThreeTimes(t *testing.T) {
+	now := time.Unix(0, 0)
+	w := learnedAt16(t, &now, 0.1)
+	if got := windowOf(w, &now, 16, 16, 150*time.Millisecond, 0.5); got <= 16 {
+		t.Fatalf("at 16, 150 ms (2.5 times the no-load latency), loop half busy: got limit %d, want more than 16", got)
+	}
+	l := w.Limit()
+	if got := windowOf(w, &now, l, l, 190*time.Millisecond, 0.5); got != l {
+		t.Errorf("at %d, 190 ms (over three times the no-load latency) once: got limit %d, want %d held", l, got, l)
+	}
+}
+
 // A worker whose requests take as long after a cut for latency as before
 // it did not queue them: its requests wait longer on their own (its
 // database or an API it calls slowed down), and the cut only served fewer.
