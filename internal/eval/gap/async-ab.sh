@@ -34,23 +34,7 @@ front a 4191 4192 "${CONC_A:-auto}"
 front b 4194 4195 "${CONC_B:-auto}"
 taskset -c 0 "$BIN_A" serve -c "$work/a.yaml" >"$work/a.log" 2>&1 & pids+=($!)
 taskset -c 0 "$BIN_B" serve -c "$work/b.yaml" >"$work/b.log" 2>&1 & pids+=($!)
-cat >"$work/haproxy.cfg" <<Y
-global
-  maxconn 5000
-defaults
-  mode http
-  timeout connect 1s
-  timeout client 10s
-  timeout server 10s
-  timeout queue 500ms
-  option http-keep-alive
-listen fe
-  bind 127.0.0.1:4193
-  balance leastconn
-  server w1 127.0.0.1:4190 maxconn ${CONC:-32}
-  server w2 127.0.0.1:4189 maxconn ${CONC:-32}
-Y
-taskset -c 0 haproxy -f "$work/haproxy.cfg" >"$work/haproxy.log" 2>&1 & pids+=($!)
+start_haproxy 4193 "${CONC:-32}" 4190 4189
 for _ in $(seq 100); do
 	curl -sf -o /dev/null http://127.0.0.1:4191/healthz && curl -sf -o /dev/null http://127.0.0.1:4194/healthz &&
 		curl -sf -o /dev/null http://127.0.0.1:4193/healthz && break

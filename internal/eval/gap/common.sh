@@ -21,3 +21,31 @@ start_workers() {
 			taskset -c 1 node -r "$root/internal/eval/node/counters.js" worker.js >"$work/worker-$port.log" 2>&1 & pids+=($!)
 	done
 }
+
+# start_haproxy PORT MAXCONN WORKER_PORT...: HAProxy on CPU 0 at PORT,
+# leastconn over the workers with maxconn MAXCONN each and a 500 ms queue.
+start_haproxy() {
+	local port=$1 maxconn=$2 w i=0
+	shift 2
+	{
+		cat <<Y
+global
+  maxconn 5000
+defaults
+  mode http
+  timeout connect 1s
+  timeout client 10s
+  timeout server 10s
+  timeout queue 500ms
+  option http-keep-alive
+listen fe
+  bind 127.0.0.1:$port
+  balance leastconn
+Y
+		for w; do
+			i=$((i + 1))
+			echo "  server w$i 127.0.0.1:$w maxconn $maxconn"
+		done
+	} >"$work/haproxy-$port.cfg"
+	taskset -c 0 haproxy -f "$work/haproxy-$port.cfg" >"$work/haproxy-$port.log" 2>&1 & pids+=($!)
+}

@@ -46,27 +46,8 @@ front a 4171
 front b 4172
 taskset -c 0 "$BIN_A" serve -c "$work/a.yaml" >"$work/a.log" 2>&1 & pids+=($!)
 taskset -c 0 "$BIN_B" serve -c "$work/b.yaml" >"$work/b.log" 2>&1 & pids+=($!)
-haproxy_front() { # port maxconn
-	cat >"$work/haproxy-$1.cfg" <<Y
-global
-  maxconn 5000
-defaults
-  mode http
-  timeout connect 1s
-  timeout client 10s
-  timeout server 10s
-  timeout queue 500ms
-  option http-keep-alive
-listen fe
-  bind 127.0.0.1:$1
-  balance leastconn
-  server w1 127.0.0.1:4170 maxconn $2
-  server w2 127.0.0.1:4169 maxconn $2
-Y
-	taskset -c 0 haproxy -f "$work/haproxy-$1.cfg" >"$work/haproxy-$1.log" 2>&1 & pids+=($!)
-}
-haproxy_front 4173 1
-haproxy_front 4174 32
+start_haproxy 4173 1 4170 4169
+start_haproxy 4174 32 4170 4169
 for port in 4171 4172 4173 4174; do
 	for _ in $(seq 100); do
 		curl -sf -o /dev/null "http://127.0.0.1:$port/healthz" && break
