@@ -3,6 +3,7 @@ package limit
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -353,16 +354,6 @@ func TestWorkerLimitSimFollowsSlowerRenders(t *testing.T) {
 	})
 }
 
-// firstIndex returns the first index of trace at which keep holds, or -1.
-func firstIndex(trace []int, keep func(int) bool) int {
-	for i, l := range trace {
-		if keep(l) {
-			return i
-		}
-	}
-	return -1
-}
-
 // When async renders become CPU-bound ones (a deploy, a page whose data
 // is now cached), the limit comes down to the one request a CPU-bound
 // worker takes within a second, though the worker at first holds far
@@ -397,7 +388,7 @@ func TestWorkerLimitSimFollowsAsyncToCPUBound(t *testing.T) {
 				}
 				w.set(20*time.Millisecond, 0) // 50/s, at 1.5x
 				after := f.load(75, 3*time.Second)
-				i := firstIndex(after, func(l int) bool { return l <= tc.down })
+				i := slices.IndexFunc(after, func(l int) bool { return l <= tc.down })
 				if i < 0 || i > tc.within {
 					t.Fatalf("CPU-bound at 1.5x: limit at %d or less after %d windows of 100 ms, want within %d (trace %v)", tc.down, i, tc.within, after)
 				}
@@ -424,7 +415,7 @@ func TestWorkerLimitSimFollowsCPUBoundToAsync(t *testing.T) {
 		w.set(2*time.Millisecond, 60*time.Millisecond) // saturates near 31 at once, 500/s
 		served := f.served
 		after := f.load(400, 3*time.Second)
-		if i := firstIndex(after, func(l int) bool { return l >= 20 }); i < 0 || i > 7 {
+		if i := slices.IndexFunc(after, func(l int) bool { return l >= 20 }); i < 0 || i > 7 {
 			t.Errorf("async at 400/s: limit reached 20 after %d windows of 100 ms, want within 0.7 s (trace %v)", i, after)
 		}
 		if got := float64(f.served-served) / 1200; got < 0.97 {
