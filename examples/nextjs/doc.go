@@ -8,7 +8,9 @@
 // freshly built sluice binary and check what a Next.js deployment relies
 // on: pages render through sluice, SIGHUP replaces every worker under
 // load without failing a request, and the custom server reports its
-// saturation and leaves compression to sluice.
+// saturation and leaves compression to sluice. pages/listing.js is the
+// page internal/eval/gap/next-ab.sh loads it with (cards to render, a
+// wait before them); the tests check that it renders what it is asked.
 //
 // It needs node on PATH, the example's node_modules (npm ci) and its build
 // (npm run build) in this directory; without them it skips, unless the

@@ -20,8 +20,12 @@ import (
 	"github.com/sluicehq/sluice/internal/testutil"
 )
 
-// pageMarker is in the page pages/index.js renders.
-const pageMarker = `data-testid="next-page"`
+// pageMarker is in the page pages/index.js renders, cardMarker in each
+// card of pages/listing.js.
+const (
+	pageMarker = `data-testid="next-page"`
+	cardMarker = `data-testid="listing-card"`
+)
 
 // Deadlines of the waits on real processes: generous, because the machine
 // is shared and a cold Next.js start takes a second or more.
@@ -125,6 +129,17 @@ func TestNextStart(t *testing.T) {
 	if code, body := page(c, base); code != http.StatusOK || !strings.Contains(body, pageMarker) {
 		t.Fatalf("GET /: got %d %.200q, want 200 and the page", code, body)
 	}
+	// The load tests' page (internal/eval/gap/next-ab.sh): as many cards
+	// as asked, after the wait asked.
+	for _, q := range []struct {
+		query string
+		cards int
+	}{{"?cards=3", 3}, {"?io=20&cards=2", 2}, {"?cards=x", 20}} {
+		code, body := get(c, base+"/listing"+q.query)
+		if n := strings.Count(body, cardMarker); code != http.StatusOK || n != q.cards {
+			t.Errorf("GET /listing%s: got %d with %d cards, want 200 with %d", q.query, code, n, q.cards)
+		}
+	}
 
 	stop := keepRequesting(c, base, 2)
 	if err := p.Cmd.Process.Signal(syscall.SIGHUP); err != nil {
@@ -156,8 +171,10 @@ func TestNextStart(t *testing.T) {
 	}
 }
 
-func page(c *http.Client, base string) (int, string) {
-	resp, err := c.Get(base + "/")
+func page(c *http.Client, base string) (int, string) { return get(c, base+"/") }
+
+func get(c *http.Client, url string) (int, string) {
+	resp, err := c.Get(url)
 	if err != nil {
 		return 0, err.Error()
 	}
