@@ -20,20 +20,8 @@
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 start_workers 4190 4189
-front() { # name listen admin concurrency
-	cat >"$work/$1.yaml" <<Y
-server: {listen: 127.0.0.1:$2, maxConcurrentRequests: 0}
-admin: {listen: 127.0.0.1:$3}
-upstreams:
-  servers:
-    - {address: 127.0.0.1:4190, concurrency: $4}
-    - {address: 127.0.0.1:4189, concurrency: $4}
-Y
-}
-front a 4191 4192 "${CONC_A:-auto}"
-front b 4194 4195 "${CONC_B:-auto}"
-taskset -c 0 "$BIN_A" serve -c "$work/a.yaml" >"$work/a.log" 2>&1 & pids+=($!)
-taskset -c 0 "$BIN_B" serve -c "$work/b.yaml" >"$work/b.log" 2>&1 & pids+=($!)
+start_front a "$BIN_A" 4191 4192 "${CONC_A:-auto}" ", maxConcurrentRequests: 0" 4190 4189
+start_front b "$BIN_B" 4194 4195 "${CONC_B:-auto}" ", maxConcurrentRequests: 0" 4190 4189
 start_haproxy 4193 "${CONC:-32}" 4190 4189
 for _ in $(seq 100); do
 	curl -sf -o /dev/null http://127.0.0.1:4191/healthz && curl -sf -o /dev/null http://127.0.0.1:4194/healthz &&

@@ -1,7 +1,7 @@
-# common.sh: what async-ab.sh, fresh-ab.sh and shift-ab.sh share, sourced by them: the
-# two builds to compare, a work directory, every process started ended by
-# PID on exit (and waited for, so that a run after it finds its ports
-# free), and the async workers.
+# common.sh: what async-ab.sh, fresh-ab.sh, next-ab.sh and shift-ab.sh
+# share, sourced by them: the two builds to compare, a work directory,
+# every process started ended by PID on exit (and waited for, so that a run
+# after it finds its ports free), the async workers, and the fronts.
 BIN_A=${BIN_A:?set BIN_A to a sluice binary}
 BIN_B=${BIN_B:?set BIN_B to a sluice binary}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
@@ -48,4 +48,22 @@ Y
 		done
 	} >"$work/haproxy-$port.cfg"
 	taskset -c 0 haproxy -f "$work/haproxy-$port.cfg" >"$work/haproxy-$port.log" 2>&1 & pids+=($!)
+}
+
+# start_front NAME BINARY PORT ADMIN_PORT CONCURRENCY SERVER_KEYS WORKER_PORT...:
+# `sluice serve` on CPU 0 at PORT, the workers as upstreams at CONCURRENCY
+# each, SERVER_KEYS (", key: value", or empty) added to its server: keys.
+start_front() {
+	local name=$1 bin=$2 port=$3 admin=$4 conc=$5 keys=$6 w
+	shift 6
+	{
+		echo "server: {listen: 127.0.0.1:$port$keys}"
+		echo "admin: {listen: 127.0.0.1:$admin}"
+		echo "upstreams:"
+		echo "  servers:"
+		for w; do
+			echo "    - {address: 127.0.0.1:$w, concurrency: $conc}"
+		done
+	} >"$work/$name.yaml"
+	taskset -c 0 "$bin" serve -c "$work/$name.yaml" >"$work/$name.log" 2>&1 & pids+=($!)
 }

@@ -45,20 +45,8 @@ for port in 4150 4149; do
 		exec taskset -c 1 node_modules/.bin/next start -H 127.0.0.1 -p "$port") >"$work/worker-$port.log" 2>&1 &
 	pids+=($!) workers+=($!)
 done
-front() { # name listen admin concurrency
-	cat >"$work/$1.yaml" <<Y
-server: {listen: 127.0.0.1:$2}
-admin: {listen: 127.0.0.1:$3}
-upstreams:
-  servers:
-    - {address: 127.0.0.1:4150, concurrency: $4}
-    - {address: 127.0.0.1:4149, concurrency: $4}
-Y
-}
-front a 4151 4152 "${CONC_A:-auto}"
-front b 4153 4154 "${CONC_B:-auto}"
-taskset -c 0 "$BIN_A" serve -c "$work/a.yaml" >"$work/a.log" 2>&1 & pids+=($!)
-taskset -c 0 "$BIN_B" serve -c "$work/b.yaml" >"$work/b.log" 2>&1 & pids+=($!)
+start_front a "$BIN_A" 4151 4152 "${CONC_A:-auto}" "" 4150 4149
+start_front b "$BIN_B" 4153 4154 "${CONC_B:-auto}" "" 4150 4149
 fronts=("A 4151 4152" "B 4153 4154")
 port=4155
 for n in ${MAXCONNS:-1 4 32}; do
