@@ -152,8 +152,9 @@ const (
 // that queued inside the worker take less time at the lower limit, and
 // the cut stays; if they take at least halfway between the rtt the cut was
 // sized by and that rtt scaled down by the cut, and the loop was under
-// half busy when it cut and now (each read over two windows), they wait on their own (the worker's database or an API it
-// calls slowed down): that rtt becomes the baseline and the cut is undone.
+// half busy when it cut and now (each read over two windows), they wait
+// on their own (the worker's database or an API it calls slowed down):
+// that rtt becomes the baseline and the cut is undone.
 //
 // step is max(1, ceil(sqrt(L))); while the limit has never been cut, the
 // loop is under half busy (2s < MaxSaturation) and rtt is within 1.2
