@@ -32,20 +32,8 @@ ITEMS=${ITEMS-} # empty: each page has the cards its ?cards=N asks for
 . "$(dirname "$0")/common.sh"
 STEPS=${STEPS:-cards=60@150:4s io=60&cards=20@500:4s cards=60@150:4s}
 start_workers 4170 4169
-front() { # name listen
-	cat >"$work/$1.yaml" <<Y
-server: {listen: 127.0.0.1:$2}
-admin: {listen: "off"}
-upstreams:
-  servers:
-    - {address: 127.0.0.1:4170}
-    - {address: 127.0.0.1:4169}
-Y
-}
-front a 4171
-front b 4172
-taskset -c 0 "$BIN_A" serve -c "$work/a.yaml" >"$work/a.log" 2>&1 & pids+=($!)
-taskset -c 0 "$BIN_B" serve -c "$work/b.yaml" >"$work/b.log" 2>&1 & pids+=($!)
+start_front a "$BIN_A" 4171 4175 auto "" 4170 4169
+start_front b "$BIN_B" 4172 4176 auto "" 4170 4169
 start_haproxy 4173 1 4170 4169
 start_haproxy 4174 32 4170 4169
 for port in 4171 4172 4173 4174; do
