@@ -108,6 +108,22 @@ const (
 	// curve flattens), and they served 4-17% less than at 3 (2026-12-04).
 	workerGuardGrowth = 3
 	workerGuardCut    = 3
+	// workerMany and workerSatGain: a saturated worker whose requests use
+	// its loop for at most 1/workerMany of their no-load latency carries
+	// many at once, and past its loop's saturation its limit is found by
+	// the throughput climb of a worker that reports nothing, each request
+	// a probe adds (or takes away) worth workerSatGain of a request's
+	// throughput: a Node worker's CPU per request keeps falling as it
+	// holds more past that point (its loop's turns are shared by more
+	// ready requests: 2.0 ms at 16 at once, 1.7 at 32, 1.65 at 64 on
+	// next start), so its throughput still grows. Cut at saturation, such
+	// workers were held at 0.88-0.96 of what HAProxy at maxconn 32 served
+	// (2026-12-04), and in simulation at 0.78 of what a fixed 64 served
+	// (0.96-1.0 climbing; 0.87-0.95 with workerProbeGain's 0.5). A
+	// CPU-bound worker's requests use its loop for all of their latency:
+	// it is cut at saturation.
+	workerMany    = 4
+	workerSatGain = 0.25
 	// workerHoldMax bounds how long a worker that reports nothing waits
 	// before it probes again after probes failed.
 	workerHoldMax = 5 * time.Second
@@ -133,6 +149,7 @@ const (
 // and the last) and rtt over 3 times, else nothing (no cut):
 //
 //	rtt > 3 x baseline, H known:  L = max(1, min(floor(0.9 H), floor(H x 3 x baseline / rtt)))
+//	s >= MaxSaturation, H known, requests using the loop for at most baseline / 4:  the throughput climb
 //	s >= MaxSaturation, H known:  L = max(1, floor(0.9 H))
 //	a request timed out:  L = max(1, floor(0.9 L))
 //	s < MaxSaturation and peak >= L, rtt <= 3 x baseline:  L = min(L + step, floor(MaxSaturation x occupancy / s))
@@ -142,6 +159,16 @@ const (
 // renders become CPU-bound ones, the saturated worker fills with requests
 // that queue inside it long before it holds half its limit, so the cut
 // applies to what it holds.
+//
+// A saturated worker whose requests each use its loop for a quarter of
+// their no-load latency or less (the window's saturation times its
+// length, shared by its completions, against baseline) is an async one,
+// whose throughput may still grow past saturation: a Node worker's CPU per
+// request falls as it holds more. Its limit is found by the throughput
+// climb of a worker that reports nothing (below), with each request a
+// probe adds bringing a quarter of a request's worth (or one it takes
+// away losing at most that), and no latency tolerance: past saturation a
+// request added always waits for the loop.
 //
 // The first line needs rtt over its bound in two windows in a row, and
 // takes the lower of their two rtts: one window alone is as often a stall
@@ -405,7 +432,7 @@ func (w *Worker) Decide(now time.Time) (int, bool) {
 	w.ack = false // until the rule judges slow start on again
 	switch {
 	case reported || w.dropped && w.n == 0:
-		next = w.saturationRule(now, l, peak, occupancy)
+		next = w.saturationRule(now, elapsed, l, peak, occupancy)
 	default:
 		next = w.latencyRule(now, l, peak, occupancy)
 	}
@@ -419,7 +446,7 @@ func (w *Worker) Decide(now time.Time) (int, bool) {
 	return next, next != l || grew
 }
 
-func (w *Worker) saturationRule(now time.Time, l, peak int, occupancy float64) int {
+func (w *Worker) saturationRule(now time.Time, elapsed time.Duration, l, peak int, occupancy float64) int {
 	if w.dropped || w.satN == 0 {
 		w.ramped = true
 		return int(math.Floor(0.9 * float64(l)))
@@ -503,13 +530,20 @@ func (w *Worker) saturationRule(now time.Time, l, peak int, occupancy float64) i
 	switch {
 	case w.severeRTT > 0 && prevSevere > 0:
 		w.ramped, w.severeRTT = true, 0
+		w.probeFrom, w.second, w.settle = 0, false, false
 		judged := min(rtt, prevSevere)
 		w.cutSettle, w.cutUntil = true, now.Add(time.Duration(rtt))
 		to := max(1, min(int(math.Floor(0.9*float64(held))), int(math.Floor(float64(held)*workerGuardGrowth*w.baseline/judged))))
 		w.cutFrom, w.cutTo, w.cutRTT, w.cutBusy = l, to, judged, busy
 		return to
-	case s >= w.maxSat && held > 0:
+	case s >= w.maxSat && held > 0 && w.carriesMany(s, elapsed):
 		w.ramped = true
+		return w.climb(now, l, peak, occupancy, rtt, true)
+	case s >= w.maxSat && held > 0:
+		// A probe the climb left pending is dropped with the limit it
+		// set.
+		w.ramped = true
+		w.probeFrom, w.second, w.settle = 0, false, false
 		return int(math.Floor(0.9 * float64(held)))
 	case s < w.maxSat && peak >= l && !inflated:
 		up := l + max(1, int(math.Ceil(math.Sqrt(float64(l)))))
@@ -560,6 +594,14 @@ func (w *Worker) latencyRule(now time.Time, l, peak int, occupancy float64) int 
 	}
 	rtt := w.sumRTT / float64(w.n)
 	w.learnBaseline(rtt, peak)
+	return w.climb(now, l, peak, occupancy, rtt, false)
+}
+
+// climb is the throughput climb (see Worker) of a window with completions
+// of mean rtt: of a worker that reports nothing, or of a saturated one
+// that carries many requests at once, which no latency tolerance keeps a
+// probe up for and whose probes are judged by workerSatGain.
+func (w *Worker) climb(now time.Time, l, peak int, occupancy, rtt float64, saturated bool) int {
 	if w.settle {
 		// The requests that complete for a while after a change were sent
 		// under the old limit (or waited behind those that were): the
@@ -570,9 +612,15 @@ func (w *Worker) latencyRule(now time.Time, l, peak int, occupancy float64) int 
 	x := occupancy / rtt
 	if from := w.probeFrom; from > 0 {
 		w.probeFrom = 0
-		want := 1 + workerProbeGain*(float64(l)/float64(from)-1)
+		gain := workerProbeGain
+		if saturated {
+			gain = workerSatGain
+		}
+		want := 1 + gain*(float64(l)/float64(from)-1)
 		up := l > from
-		near := up && w.nearBaseline(rtt, workerTolerance)
+		// Past saturation a request added always waits for the loop:
+		// only what it gains keeps it.
+		near := up && !saturated && w.nearBaseline(rtt, workerTolerance)
 		gained := x >= want*w.probeX && (!up || !w.guarded(rtt, workerGuardGrowth))
 		if near || gained {
 			w.second = false
@@ -671,6 +719,14 @@ func (w *Worker) learnBaseline(rtt float64, peak int) {
 	case rtt < w.baseline:
 		w.baseline = rtt
 	}
+}
+
+// carriesMany reports whether the worker's requests use its loop for a
+// quarter of their no-load latency or less: the loop time per request of
+// the window (s its saturation over elapsed, shared by its completions)
+// against the baseline.
+func (w *Worker) carriesMany(s float64, elapsed time.Duration) bool {
+	return w.n >= workerMinSamples && w.baseline > 0 && workerMany*s*float64(elapsed) <= w.baseline*float64(w.n)
 }
 
 // guarded reports whether rtt is over k times the no-load latency, false

@@ -66,9 +66,11 @@ func TestAdaptiveWorkerFollowsItsSaturation(t *testing.T) {
 		if got := g.c.Stats().Limit; got != e.Limit {
 			t.Errorf("Controller limit %d, worker limit %d: want them equal", got, e.Limit)
 		}
-		leaked = append(leaked, g.clients(12, 2*time.Second, "/sleep?d=50ms&sat=0.99")...)
-		if e := endpointStats(t, g); e.Limit > 2 {
-			t.Errorf("saturated loop: got limit %d, want back near 1", e.Limit)
+		// Renders that became CPU-bound: four times as long, each using
+		// the saturated loop for a third of its no-load latency.
+		leaked = append(leaked, g.clients(12, 2*time.Second, "/sleep?d=200ms&sat=0.99")...)
+		if e := endpointStats(t, g); e.Limit > 2 || e.Saturation != 0.99 {
+			t.Errorf("saturated loop: got limit %d, saturation %v; want back near 1, the last report 0.99", e.Limit, e.Saturation)
 		}
 		if len(leaked) > 0 {
 			t.Errorf("clients saw %s: %q", proxy.HeaderSaturation, leaked[:1])

@@ -53,9 +53,9 @@ func quietWorker(t *testing.T, demand float64) (*rig, *fakeMeter) {
 }
 
 // A worker that reports nothing is judged by the CPU demand the kernel
-// measures for its process, as if it had reported it: an I/O-bound
-// worker's latency does not change when its loop saturates, so only the
-// demand can bring its limit back.
+// measures for its process, as if it had reported it: read again as it
+// changes, it brings the limit of a worker whose renders became CPU-bound
+// back as a report would.
 func TestQuietWorkerJudgedByKernelDemand(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g, m := quietWorker(t, 0.05)
@@ -66,10 +66,12 @@ func TestQuietWorkerJudgedByKernelDemand(t *testing.T) {
 			t.Fatalf("idle by the kernel's measure, 12 clients: got limit %d, saturation %v from %q; want at least 8, 0.05 from kernel",
 				e.Limit, e.Saturation, e.SaturationSource)
 		}
+		// Renders that became CPU-bound: four times as long, each using
+		// the saturated process for a third of its no-load latency.
 		m.set(0.99)
-		g.clients(12, 2*time.Second, "/sleep?d=50ms")
-		if e := endpointStats(t, g); e.Limit > 2 {
-			t.Errorf("saturated by the kernel's measure: got limit %d, want back near 1", e.Limit)
+		g.clients(12, 2*time.Second, "/sleep?d=200ms")
+		if e := endpointStats(t, g); e.Limit > 2 || e.Saturation != 0.99 {
+			t.Errorf("saturated by the kernel's measure: got limit %d, saturation %v; want back near 1, 0.99", e.Limit, e.Saturation)
 		}
 		// Read when added, then at most once a window.
 		took := time.Since(start)
