@@ -59,6 +59,7 @@ func TestDefaultsAgree(t *testing.T) {
 		{"workers.crashLoop.window", w.CrashLoop.Window, supervisor.DefaultCrashLoopWindow},
 		{"workers.crashLoop.exits (per process)", w.CrashLoop.Limit(1), supervisor.DefaultCrashLoopExitsPerWorker},
 		{"workers.stopTimeout", w.StopTimeout, supervisor.DefaultStopTimeout},
+		{"workers.roll", supervisor.RollMode(w.Roll), supervisor.RollSurge},
 		{"workers.poison.after", w.Poison.After, poison.DefaultAfter},
 		{"workers.poison.window", w.Poison.Window, poison.DefaultWindow},
 		{"workers.poison.quarantine", w.Poison.Quarantine, poison.DefaultQuarantine},

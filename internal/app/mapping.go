@@ -193,6 +193,7 @@ func supervisorOptions(w *config.Workers, base string, out io.Writer, log *slog.
 		CrashLoopExits:  w.CrashLoop.Exits,
 		CrashLoopWindow: w.CrashLoop.Window,
 		StopTimeout:     w.StopTimeout,
+		Roll:            supervisor.RollMode(w.Roll),
 		Logger:          log,
 		Output:          out,
 	}

@@ -290,7 +290,8 @@ func (a *App) rollWorkers(ctx context.Context, sup *supervisor.Supervisor, newSp
 }
 
 // A rolling restart takes capacity away while it runs: each worker's
-// successor starts cold beside it, taking its CPU. The queue holds such a
+// successor starts cold beside it, taking its CPU, or in its place
+// (workers.roll). The queue holds such a
 // planned, passing dip rather than shed it (admission.Controller.Tolerate):
 // requests wait up to rollQueueBound (or the queue timeout, if shorter),
 // in order, from the restart's start until rollGrace after its end, while

@@ -292,7 +292,19 @@ type Workers struct {
 	// StopTimeout is how long a process has to exit after SIGTERM before
 	// SIGKILL.
 	StopTimeout time.Duration `yaml:"stopTimeout"`
+	// Roll is how a rolling restart replaces each process: RollSurge or
+	// RollReplace.
+	Roll string `yaml:"roll"`
 }
+
+// Rolling restart modes for Workers.Roll.
+const (
+	// RollSurge starts each replacement beside the process it replaces.
+	RollSurge = "surge"
+	// RollReplace drains and stops each process before its replacement
+	// starts, while the others serve.
+	RollReplace = "replace"
+)
 
 // Count is a number of worker processes. CountAuto means one per CPU.
 type Count int
@@ -637,6 +649,7 @@ func (w *Workers) setDefaults() {
 		CrashLoop:      CrashLoop{Window: 60 * time.Second},
 		Poison:         Poison{Enabled: true, After: 2, Window: 10 * time.Minute, Quarantine: time.Minute, MaxQuarantine: time.Hour},
 		StopTimeout:    10 * time.Second,
+		Roll:           RollSurge,
 	}
 }
 

@@ -115,6 +115,7 @@ func TestErrors(t *testing.T) {
 		{"upstream maxConcurrency with a fixed concurrency", "upstreams:\n  servers:\n    - address: 127.0.0.1:1\n      concurrency: 2\n      maxConcurrency: 8\n", 5, "upstreams.servers[0].maxConcurrency", "has no effect with a fixed concurrency (2)"},
 		{"env name with =", "workers:\n  command: w\n  env: {\"A=B\": x}\n", 3, "workers.env.A=B", "not an environment variable name"},
 		{"bad address mode", "workers:\n  command: w\n  address: tcp\n", 3, "workers.address", `"tcp" is not an address mode`},
+		{"bad roll mode", "workers:\n  command: w\n  roll: blue-green\n", 3, "workers.roll", `"blue-green" is not a rolling restart mode`},
 		{"relative warmup path", "workers:\n  command: w\n  warmupRequests: 5\n  warmupPath: home\n", 4, "workers.warmupPath", "must start with /"},
 		{"negative slow start", "workers:\n  command: w\n  slowStart: -5s\n", 3, "workers.slowStart", "is negative"},
 		{"backoff max below initial", "workers:\n  command: w\n  restartBackoff: {initial: 2s, max: 1s}\n", 3, "workers.restartBackoff.max", "1s is less than initial (2s)"},

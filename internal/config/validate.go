@@ -341,6 +341,11 @@ func (v *validator) workers(w *Workers) {
 	default:
 		v.errorf(at+"address", "%q is not an address mode (want port or unix)", w.Address)
 	}
+	switch w.Roll {
+	case RollSurge, RollReplace:
+	default:
+		v.errorf(at+"roll", "%q is not a rolling restart mode (want surge or replace)", w.Roll)
+	}
 	v.urlPath(at+"readyPath", w.ReadyPath, true)
 	v.positive(at+"startTimeout", w.StartTimeout)
 	v.urlPath(at+"warmupPath", w.WarmupPath, true)

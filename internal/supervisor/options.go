@@ -21,6 +21,18 @@ const (
 	UnixMode AddressMode = "unix"
 )
 
+// RollMode says how a RollingRestart replaces each worker.
+type RollMode string
+
+const (
+	// RollSurge starts each replacement beside the worker it replaces,
+	// and stops the old one once the new one is ready.
+	RollSurge RollMode = "surge"
+	// RollReplace drains and stops each worker, then starts its
+	// replacement, while the other workers serve.
+	RollReplace RollMode = "replace"
+)
+
 // HeaderWarmup is set (to "1") on warm-up requests, so that a worker can
 // tell them from traffic: keep them out of its metrics, say.
 const HeaderWarmup = "Sluice-Warmup"
@@ -123,6 +135,15 @@ type Options struct {
 	// is sent SIGKILL. Zero means DefaultStopTimeout.
 	StopTimeout time.Duration
 
+	// Roll is how a RollingRestart replaces each worker. Empty means
+	// RollSurge: the replacement starts beside the old worker, which
+	// keeps serving until the new one is ready, and keeps serving if it
+	// fails. Under RollReplace a slot's worker is drained and stopped
+	// before its replacement starts, so that the machine never holds
+	// one worker more (its memory, the CPU of its start), but only
+	// while another worker is ready to serve: a lone one surges.
+	Roll RollMode
+
 	// Guard is a program that calls GuardMain first thing (sluice passes
 	// its own executable): each worker then runs under a guard process
 	// that kills the worker's whole process group when sluice dies, even by
@@ -153,6 +174,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.AddressMode == "" {
 		o.AddressMode = PortMode
+	}
+	if o.Roll == "" {
+		o.Roll = RollSurge
 	}
 	if o.ReadyInterval == 0 {
 		o.ReadyInterval = DefaultReadyInterval
@@ -216,6 +240,11 @@ func (o Options) Validate() error {
 	}
 	if o.AddressMode != PortMode && o.AddressMode != UnixMode {
 		bad("AddressMode is %q: want %q or %q", o.AddressMode, PortMode, UnixMode)
+	}
+	switch o.Roll {
+	case RollSurge, RollReplace:
+	default:
+		bad("Roll is %q: want %q or %q", o.Roll, RollSurge, RollReplace)
 	}
 	if o.ReadyPath != "" && !strings.HasPrefix(o.ReadyPath, "/") {
 		bad("ReadyPath is %q: must start with /", o.ReadyPath)

@@ -21,6 +21,7 @@ func TestOptionsValidate(t *testing.T) {
 		{"negative concurrency", Options{Command: cmd, Concurrency: -2}, "Concurrency is -2"},
 		{"bad env", Options{Command: cmd, Env: []string{"NODE_ENV"}}, `Env entry "NODE_ENV"`},
 		{"bad mode", Options{Command: cmd, AddressMode: "pipe"}, `AddressMode is "pipe"`},
+		{"bad roll", Options{Command: cmd, Roll: "blue-green"}, `Roll is "blue-green"`},
 		{"relative ready path", Options{Command: cmd, ReadyPath: "ready"}, "ReadyPath"},
 		{"relative warm-up path", Options{Command: cmd, WarmupPath: "warm"}, "WarmupPath"},
 		{"negative warm-up", Options{Command: cmd, WarmupRequests: -1}, "WarmupRequests is -1"},

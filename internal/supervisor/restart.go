@@ -7,18 +7,22 @@ import (
 )
 
 // RollingRestart replaces every worker, one slot at a time, so that no
-// request fails because of it: for each slot it starts a replacement, waits
-// until the replacement is ready and warmed, Adds it, then Drains the old
-// worker through the Balancer (its in-flight requests finish) and stops it
-// (SIGTERM, SIGKILL after StopTimeout or when ctx is done). Only then does
-// the next slot begin, so capacity never drops below Count workers.
+// request fails because of it. A slot that surges starts a replacement,
+// waits until it is ready and warmed, Adds it, then Drains the old worker
+// through the Balancer (its in-flight requests finish) and stops it
+// (SIGTERM, SIGKILL after StopTimeout or when ctx is done): the slot's
+// capacity never drops. A slot that is replaced (see Options.Roll) Drains
+// and stops its worker first, then starts the replacement, while the other
+// workers serve. Only then does the next slot begin.
 //
 // It clears the crash-loop guard first, and fills slots that have no live
 // worker: after a crash loop, deploying a fix and calling RollingRestart
 // brings the pool back without waiting for the guard's pause to end.
 //
 // If a replacement fails to become ready, RollingRestart stops there and
-// returns the error; the old worker of that slot keeps serving. If ctx ends
+// returns the error; the old worker of a slot that surged keeps serving,
+// and a slot that was replaced restarts its new worker as after a crash
+// (backoff, the crash-loop guard). If ctx ends
 // while a replacement is starting, the replacement is stopped and ctx.Err()
 // returned. A second call while one is running returns ErrRestarting at
 // once; before Run it returns ErrNotRunning, after Shutdown ErrStopped.
@@ -48,7 +52,8 @@ func (s *Supervisor) RollingRestart(ctx context.Context) error {
 	began := time.Now()
 	s.log.Info("rolling restart started", "workers", n)
 	for i := range n {
-		if err := s.replace(ctx, i); err != nil {
+		first := s.opts.Roll == RollReplace && s.othersReady(i)
+		if err := s.replace(ctx, i, first); err != nil {
 			s.log.Error("rolling restart failed", "slot", i, "err", err)
 			return fmt.Errorf("supervisor: rolling restart of slot %d: %w", i, err)
 		}
@@ -57,15 +62,48 @@ func (s *Supervisor) RollingRestart(ctx context.Context) error {
 	return nil
 }
 
+// othersReady reports whether a worker of another slot than i is ready.
+func (s *Supervisor) othersReady(i int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for j := range s.slots {
+		if w := s.slots[j].current; j != i && w != nil && w.state == StateReady {
+			return true
+		}
+	}
+	return false
+}
+
 // replace starts a new worker for slot i, makes it the slot's current
-// worker once it is Added, and retires the old one.
-func (s *Supervisor) replace(ctx context.Context, i int) error {
+// worker once it is Added, and retires the old one; or, first, retires
+// the old one, then starts the new one as the slot's current worker.
+func (s *Supervisor) replace(ctx context.Context, i int, first bool) error {
+	if first {
+		s.mu.Lock()
+		old := s.slots[i].current
+		s.mu.Unlock()
+		if old != nil {
+			if err := s.retire(ctx, old, true); err != nil {
+				// Stopped all the same: the slot needs its replacement.
+				s.log.Warn("rolling restart: worker stopped before its drain ended", "slot", i, "err", err)
+			}
+		}
+	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		return ErrStopped
 	}
 	nw := s.newWorkerLocked(i)
+	if first {
+		// The slot's worker from now on: if it fails, the slot
+		// restarts it as after a crash rather than standing empty.
+		sl := &s.slots[i]
+		if old := sl.current; old != nil {
+			delete(s.workers, old.id)
+		}
+		sl.current, sl.failures = nw, 0
+	}
 	s.wg.Add(1)
 	s.mu.Unlock()
 	go s.live(nw)
@@ -81,6 +119,9 @@ func (s *Supervisor) replace(ctx context.Context, i int) error {
 		}
 		return fmt.Errorf("replacement worker %d failed before it was ready: %w", nw.id, err)
 	case <-ctx.Done():
+		if first {
+			return ctx.Err() // the slot's worker: it goes on starting
+		}
 		// It may have been Added in the meantime: drain it too, briefly.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.StopTimeout)
 		defer cancel()
@@ -92,6 +133,10 @@ func (s *Supervisor) replace(ctx context.Context, i int) error {
 	if s.closed {
 		s.mu.Unlock()
 		return ErrStopped // Shutdown stops nw with the rest
+	}
+	if first {
+		s.mu.Unlock()
+		return nil
 	}
 	sl := &s.slots[i]
 	old := sl.current

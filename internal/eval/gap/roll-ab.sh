@@ -4,12 +4,16 @@
 # (internal/eval/hypernova/worker.js, `npm ci` there first; every other key
 # its default), offered RATE/s of POST /batch for DUR in each run, a
 # rolling restart (POST /workers/restart) 1 s into the R runs and none in
-# the N runs, rounds alternating their order (N R, then R N) so that the
-# machine's drift falls on both. Each run waits for two ready workers and
-# QUIET (3s) before it starts.
+# the N runs. One sluice runs for each of MODES, the workers.roll values
+# to compare (default: surge replace), each with two workers of its own; the
+# N runs go to the first. The runs of a round take turns in an order
+# rotated by one each round, so that the machine's drift falls on all.
+# Each run waits for the instance's two ready workers and QUIET (3s)
+# before it starts.
 #
 #   go build -o /tmp/sluice ./cmd/sluice
 #   SLUICE=/tmp/sluice RATE=300 ROUNDS=4 internal/eval/gap/roll-ab.sh
+#   MODES=surge SLUICE=/tmp/sluice internal/eval/gap/roll-ab.sh
 #
 # A line per run gives the success %, p99, errors and the goodput of each
 # second (by send time); the rolls' durations close the output. Every
@@ -23,42 +27,64 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap cleanup EXIT
 printf '{"page":{"name":"Page","data":{"page":1,"items":23}}}' >"$work/job.json"
-cat >"$work/sluice.yaml" <<Y
-server: {listen: 127.0.0.1:4140}
-admin: {listen: 127.0.0.1:4141}
+read -r -a modes <<<"${MODES:-surge replace}"
+ready() { # admin port: how many of its workers are ready
+	curl -s "127.0.0.1:$1/stats" | python3 -c 'import json,sys; print(sum(w["state"] == "ready" for w in json.load(sys.stdin)["supervisor"]["workers"]))' 2>/dev/null || echo 0
+}
+await() { # admin port: until its two workers are ready, or 20 s
+	for _ in $(seq 100); do
+		[ "$(ready "$1")" = 2 ] && return
+		sleep 0.2
+	done
+}
+port=4140
+for m in "${modes[@]}"; do
+	cat >"$work/sluice-$m.yaml" <<Y
+server: {listen: 127.0.0.1:$port}
+admin: {listen: 127.0.0.1:$((port + 1))}
 workers:
   command: ["node", "$root/internal/eval/hypernova/worker.js"]
   count: 2
+  roll: $m
 Y
-"$SLUICE" serve -c "$work/sluice.yaml" >"$work/sluice.log" 2>&1 & pids+=($!)
-ready() { # how many workers are ready
-	curl -s 127.0.0.1:4141/stats | python3 -c 'import json,sys; print(sum(w["state"] == "ready" for w in json.load(sys.stdin)["supervisor"]["workers"]))' 2>/dev/null || echo 0
-}
-for _ in $(seq 100); do
-	[ "$(ready)" = 2 ] && break
-	sleep 0.2
+	"$SLUICE" serve -c "$work/sluice-$m.yaml" >"$work/sluice-$m.log" 2>&1 &
+	pids+=($!)
+	port=$((port + 2))
 done
 load=(-method POST -body "@$work/job.json" -H "Content-Type: application/json")
-"$SLUICE" bench "${load[@]}" -rate 100 -duration 3s http://127.0.0.1:4140/batch >/dev/null 2>&1 # warm: V8's JIT
-run() { # name roll(0|1)
+port=4140
+for m in "${modes[@]}"; do
+	await $((port + 1))
+	"$SLUICE" bench "${load[@]}" -rate 100 -duration 3s "http://127.0.0.1:$port/batch" >/dev/null 2>&1 # warm: V8's JIT
+	port=$((port + 2))
+done
+run() { # name port roll(0|1)
 	local roller=""
-	if [ "$2" = 1 ]; then
-		(sleep 1 && curl -s -X POST 127.0.0.1:4141/workers/restart >/dev/null) &
+	if [ "$3" = 1 ]; then
+		(sleep 1 && curl -s -X POST "127.0.0.1:$(($2 + 1))/workers/restart" >/dev/null) &
 		roller=$!
 	fi
-	"$SLUICE" bench "${load[@]}" -rate "${RATE:-300}" -duration "${DUR:-12s}" -json - http://127.0.0.1:4140/batch 2>/dev/null |
+	"$SLUICE" bench "${load[@]}" -rate "${RATE:-300}" -duration "${DUR:-12s}" -json - "http://127.0.0.1:$2/batch" 2>/dev/null |
 		python3 -c 'import json,sys
 r=json.load(sys.stdin); d=r["total"]; s=r["series"]
 per=[round(sum(x["goodput_rps"] for x in s[i:i+4])/4) for i in range(0, len(s), 4)]
 print(sys.argv[1], "succ", round(100*d["success_ratio"],1), "p99", round(d["latency"]["p99_ns"]/1e6), "ms", d.get("errors",{}), "goodput each second", per)' "$1"
 	if [ -n "$roller" ]; then wait "$roller"; fi
-	for _ in $(seq 100); do
-		[ "$(ready)" = 2 ] && break
-		sleep 0.2
-	done
+	await $(($2 + 1))
 	sleep "${QUIET:-3}"
 }
-for r in $(seq "${ROUNDS:-4}"); do
-	if [ $((r % 2)) = 1 ]; then run N 0; run R 1; else run R 1; run N 0; fi
+turns=("N 4140 0")
+port=4140
+for m in "${modes[@]}"; do
+	turns+=("R-$m $port 1")
+	port=$((port + 2))
 done
-grep -h "rolling restart done" "$work/sluice.log"
+for r in $(seq 0 $((${ROUNDS:-4} - 1))); do
+	for i in $(seq 0 $((${#turns[@]} - 1))); do
+		# shellcheck disable=SC2086
+		run ${turns[$(((i + r) % ${#turns[@]}))]}
+	done
+done
+for m in "${modes[@]}"; do
+	echo "$m: $(grep -h "rolling restart done" "$work/sluice-$m.log" | grep -o 'took=[^ ]*' | tr '\n' ' ')"
+done

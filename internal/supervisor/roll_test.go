@@ -1,0 +1,107 @@
+package supervisor
+
+import (
+	"errors"
+	"log/slog"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// Under RollSurge (the default) each slot's replacement starts beside its
+// worker, which is drained and stopped once the replacement is Added;
+// under RollReplace each worker is drained and stopped first, then its
+// replacement started, while the other slot's worker serves.
+func TestRollModes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		roll RollMode
+		want []string
+	}{
+		{"default", "", []string{
+			"start 3", "add 3", "drain 1", "term 1", "exit 1", "remove 1",
+			"start 4", "add 4", "drain 2", "term 2", "exit 2", "remove 2"}},
+		{"replace", RollReplace, []string{
+			"drain 1", "term 1", "exit 1", "remove 1", "start 3", "add 3",
+			"drain 2", "term 2", "exit 2", "remove 2", "start 4", "add 4"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := startHarness(t, Options{Count: 2, Roll: tc.roll}, nil)
+				h.rec.take()
+				if err := h.sup.RollingRestart(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+				synctest.Wait()
+				h.wantEvents(tc.want...)
+				if st := h.sup.Stats(); !st.Ready || len(st.Workers) != 2 {
+					t.Errorf("after the roll: ready %v, %d workers; want ready, 2 (%+v)", st.Ready, len(st.Workers), st.Workers)
+				}
+			})
+		})
+	}
+}
+
+// A slot is replaced only while another worker is ready: a lone worker,
+// or one whose neighbour is not serving, surges whatever Roll says, so that
+// a roll never leaves no worker.
+func TestRollReplaceKeepsAWorkerServing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := startHarness(t, Options{Count: 1, Roll: RollReplace}, nil)
+		h.rec.take()
+		if err := h.sup.RollingRestart(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		h.wantEvents("start 2", "add 2", "drain 1", "term 1", "exit 1", "remove 1")
+	})
+	synctest.Test(t, func(t *testing.T) {
+		h := startHarness(t, Options{Count: 2, Roll: RollReplace, BackoffJitter: -1,
+			BackoffMin: time.Hour, BackoffMax: time.Hour}, nil)
+		// Slot 1's worker crashed and waits out its backoff: slot 0's
+		// worker is the only one serving, and surges; slot 1's is
+		// replaced by then.
+		h.env.proc(2).crash(errors.New("exit status 1"))
+		synctest.Wait()
+		h.rec.take()
+		if err := h.sup.RollingRestart(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		h.wantEvents("start 3", "add 3", "drain 1", "term 1", "exit 1", "remove 1", "start 4", "add 4")
+	})
+}
+
+// A replacement that fails after its slot's worker was stopped first is
+// restarted as after a crash, so the slot does not stand empty; the roll
+// stops there and says why.
+func TestRollReplaceFailedReplacementRestarts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := startHarness(t, Options{Count: 2, Roll: RollReplace, BackoffJitter: -1}, nil)
+		h.rec.take()
+		h.env.mu.Lock()
+		h.env.notReady[3] = true // slot 0's replacement never becomes ready
+		h.env.mu.Unlock()
+		done := make(chan error, 1)
+		go func() { done <- h.sup.RollingRestart(t.Context()) }()
+		synctest.Wait()
+		h.env.proc(3).crash(errors.New("exit status 1"))
+		synctest.Wait()
+		if err := <-done; err == nil {
+			t.Fatal("RollingRestart: got nil error, want the replacement's failure")
+		}
+		if h.logs.count(slog.LevelWarn, "worker exited; restarting") != 1 {
+			t.Errorf("the failed replacement: want it restarted as after a crash")
+		}
+		// After the backoff (100 ms), a new worker for slot 0.
+		time.Sleep(DefaultBackoffMin)
+		synctest.Wait()
+		if got := h.current(0); got != 4 {
+			t.Fatalf("slot 0's worker: got %d, want 4, the failed replacement's successor", got)
+		}
+		synctest.Wait()
+		if st := h.sup.Stats(); !st.Ready || len(st.Workers) != 2 {
+			t.Errorf("after the restart: ready %v, %d workers; want ready, 2 (%+v)", st.Ready, len(st.Workers), st.Workers)
+		}
+	})
+}
