@@ -530,7 +530,7 @@ func (w *Worker) saturationRule(now time.Time, elapsed time.Duration, l, peak in
 	switch {
 	case w.severeRTT > 0 && prevSevere > 0:
 		w.ramped, w.severeRTT = true, 0
-		w.probeFrom, w.second, w.settle = 0, false, false
+		w.dropProbe()
 		judged := min(rtt, prevSevere)
 		w.cutSettle, w.cutUntil = true, now.Add(time.Duration(rtt))
 		to := max(1, min(int(math.Floor(0.9*float64(held))), int(math.Floor(float64(held)*workerGuardGrowth*w.baseline/judged))))
@@ -540,10 +540,8 @@ func (w *Worker) saturationRule(now time.Time, elapsed time.Duration, l, peak in
 		w.ramped = true
 		return w.climb(now, l, peak, occupancy, rtt, true)
 	case s >= w.maxSat && held > 0:
-		// A probe the climb left pending is dropped with the limit it
-		// set.
 		w.ramped = true
-		w.probeFrom, w.second, w.settle = 0, false, false
+		w.dropProbe()
 		return int(math.Floor(0.9 * float64(held)))
 	case s < w.maxSat && peak >= l && !inflated:
 		up := l + max(1, int(math.Ceil(math.Sqrt(float64(l)))))
@@ -685,6 +683,10 @@ func (w *Worker) probe(now time.Time, l, peak int, x, rtt float64, busy, slower 
 	w.settleFor(now, rtt*max(1, float64(next)/float64(l)))
 	return next
 }
+
+// dropProbe forgets a probe of the climb's that is pending: a cut of the
+// saturation rule's replaces the limit it set.
+func (w *Worker) dropProbe() { w.probeFrom, w.second, w.settle = 0, false, false }
 
 // settleFor leaves the windows that end within rtt of now unjudged.
 func (w *Worker) settleFor(now time.Time, rtt float64) {
