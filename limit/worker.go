@@ -530,7 +530,6 @@ func (w *Worker) saturationRule(now time.Time, elapsed time.Duration, l, peak in
 	switch {
 	case w.severeRTT > 0 && prevSevere > 0:
 		w.ramped, w.severeRTT = true, 0
-		w.dropProbe()
 		judged := min(rtt, prevSevere)
 		w.cutSettle, w.cutUntil = true, now.Add(time.Duration(rtt))
 		to := max(1, min(int(math.Floor(0.9*float64(held))), int(math.Floor(float64(held)*workerGuardGrowth*w.baseline/judged))))
@@ -541,7 +540,6 @@ func (w *Worker) saturationRule(now time.Time, elapsed time.Duration, l, peak in
 		return w.climb(now, l, peak, occupancy, rtt, true)
 	case s >= w.maxSat && held > 0:
 		w.ramped = true
-		w.dropProbe()
 		return int(math.Floor(0.9 * float64(held)))
 	case s < w.maxSat && peak >= l && !inflated:
 		up := l + max(1, int(math.Ceil(math.Sqrt(float64(l)))))
@@ -683,10 +681,6 @@ func (w *Worker) probe(now time.Time, l, peak int, x, rtt float64, busy, slower 
 	w.settleFor(now, rtt*max(1, float64(next)/float64(l)))
 	return next
 }
-
-// dropProbe forgets a probe of the climb's that is pending: a cut of the
-// saturation rule's replaces the limit it set.
-func (w *Worker) dropProbe() { w.probeFrom, w.second, w.settle = 0, false, false }
 
 // settleFor leaves the windows that end within rtt of now unjudged.
 func (w *Worker) settleFor(now time.Time, rtt float64) {
