@@ -23,8 +23,9 @@ import (
 // returns the error; the old worker of a slot that surged keeps serving,
 // and a slot that was replaced restarts its new worker as after a crash
 // (backoff, the crash-loop guard). If ctx ends
-// while a replacement is starting, the replacement is stopped and ctx.Err()
-// returned. A second call while one is running returns ErrRestarting at
+// while a replacement is starting, ctx.Err() is returned and the
+// replacement is stopped, or, in a slot that was replaced, goes on
+// starting: it is the slot's worker. A second call while one is running returns ErrRestarting at
 // once; before Run it returns ErrNotRunning, after Shutdown ErrStopped.
 func (s *Supervisor) RollingRestart(ctx context.Context) error {
 	if !s.restarting.CompareAndSwap(false, true) {

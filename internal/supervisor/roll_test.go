@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"testing"
@@ -102,6 +103,30 @@ func TestRollReplaceFailedReplacementRestarts(t *testing.T) {
 		synctest.Wait()
 		if st := h.sup.Stats(); !st.Ready || len(st.Workers) != 2 {
 			t.Errorf("after the restart: ready %v, %d workers; want ready, 2 (%+v)", st.Ready, len(st.Workers), st.Workers)
+		}
+	})
+}
+
+// A replaced slot's new worker is the slot's own from its start: when
+// ctx ends while it starts, RollingRestart returns ctx's error and the
+// worker goes on starting, rather than being stopped as a surging slot's
+// replacement is, which would leave the slot empty.
+func TestRollReplaceCancelledKeepsStarting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := startHarness(t, Options{Count: 2, Roll: RollReplace}, func(f *fakeEnv) { f.notReady[3] = true })
+		h.rec.take()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if err := h.sup.RollingRestart(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("RollingRestart: got %v, want context.DeadlineExceeded", err)
+		}
+		h.wantEvents("drain 1", "term 1", "exit 1", "remove 1", "start 3")
+		h.env.setReady(3, true)
+		time.Sleep(DefaultReadyInterval)
+		synctest.Wait()
+		h.wantEvents("add 3")
+		if got := stateOf(h.sup, 3); got != StateReady {
+			t.Errorf("worker 3: got %v, want ready", got)
 		}
 	})
 }
