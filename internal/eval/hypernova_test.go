@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -386,4 +387,42 @@ func TestRewriteRedrawsTheHypernovaTable(t *testing.T) {
 	if !strings.Contains(string(md), "| sluice | 380.0/s (95.0%) |") {
 		t.Errorf("the rewritten table lacks sluice's 1x:\n%s", md)
 	}
+}
+
+// fakeRenderers is a pool whose CPU time grows at busy cores until it is
+// restarted.
+type fakeRenderers struct {
+	busy     float64
+	since    time.Time
+	restarts int
+}
+
+func (f *fakeRenderers) CPUTime() time.Duration {
+	return time.Duration(f.busy * float64(time.Since(f.since)))
+}
+
+func (f *fakeRenderers) Restart(context.Context) error {
+	f.restarts++
+	f.busy, f.since = 0, time.Now()
+	return nil
+}
+
+// Before a run every pool on the machine is idle, not only the setup's
+// own: one that still renders a backlog (Hypernova's coordinator queues
+// without bound) past the bound is restarted; an idle one is left alone.
+func TestIdleRenderersRestartsABusyPool(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		own := &fakeRenderers{since: time.Now()}
+		other := &fakeRenderers{busy: 0.8, since: time.Now()}
+		start := time.Now()
+		if err := idleRenderers(t.Context(), slog.New(slog.DiscardHandler), "sluice", 2*time.Second, own, other); err != nil {
+			t.Fatal(err)
+		}
+		if own.restarts != 0 || other.restarts != 1 {
+			t.Errorf("restarts: own %d, other %d; want 0 and 1 (the busy one)", own.restarts, other.restarts)
+		}
+		if took := time.Since(start); took < 2*time.Second {
+			t.Errorf("returned after %v, want the busy pool given its 2 s first", took)
+		}
+	})
 }

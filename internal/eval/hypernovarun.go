@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -60,7 +61,11 @@ func (s *Suite) hypernova(ctx context.Context) error {
 		return err
 	}
 	stops = append(stops, s.keep(coord))
-	targets := []*target{{name: SetupHypernovaCoordinator, url: "http://" + coord.Addrs[0] + "/", front: &Front{Name: SetupHypernovaCoordinator}, pool: coord, cap10: info.CapacityRPS}}
+	// The coordinator queues without bound: its backlog of timed-out
+	// jobs rendered on for seconds into the next setup's turn (0.8 of a
+	// core, 2026-12-04), so each setup waits for the other pool too.
+	targets := []*target{{name: SetupHypernovaCoordinator, url: "http://" + coord.Addrs[0] + "/", front: &Front{Name: SetupHypernovaCoordinator},
+		pool: coord, quiet: []*Pool{pool}, cap10: info.CapacityRPS}}
 	haproxy := s.o.NginxBin != "" && s.o.HAProxyBin != ""
 	if haproxy {
 		f, err := startNginxHAProxy(ctx, ScenarioHypernova+"-"+SetupNginxHA500ms, s.o.NginxBin, s.o.HAProxyBin,
@@ -70,14 +75,14 @@ func (s *Suite) hypernova(ctx context.Context) error {
 			return err
 		}
 		stops = append(stops, s.keepFront(f))
-		targets = append(targets, &target{name: SetupNginxHA500ms, url: f.URL, front: f, pool: pool, cap10: info.CapacityRPS})
+		targets = append(targets, &target{name: SetupNginxHA500ms, url: f.URL, front: f, pool: pool, quiet: []*Pool{coord}, cap10: info.CapacityRPS})
 	}
 	f, err := startSluice(ctx, ScenarioHypernova+"-"+SetupSluice, s.o.SluiceBin, SluiceConfig{Workers: pool.Addrs}, filepath.Join(dir, SetupSluice))
 	if err != nil {
 		return err
 	}
 	stops = append(stops, s.keepFront(f))
-	targets = append(targets, &target{name: SetupSluice, url: f.URL, front: f, pool: pool, cap10: info.CapacityRPS})
+	targets = append(targets, &target{name: SetupSluice, url: f.URL, front: f, pool: pool, quiet: []*Pool{coord}, cap10: info.CapacityRPS})
 
 	var runs []*RunResult
 	for _, m := range HypernovaMultiples() {
@@ -296,6 +301,11 @@ func (s *Suite) hypernovaRestarts(ctx context.Context, targets []*target, script
 	workers := &Pool{cpu: func() time.Duration { _, w := supervisedCPU("/proc", sup); return w }}
 	defer s.keep(workers)()
 	t := &target{name: SetupSluice, url: f.URL, front: f, pool: workers, cap10: info.CapacityRPS}
+	for _, o := range targets {
+		if !slices.Contains(t.quiet, o.pool) {
+			t.quiet = append(t.quiet, o.pool)
+		}
+	}
 	// Warm them, through sluice, as the devMode workers were.
 	if _, err := CapacityPost(ctx, []string{f.URL + hypernovaPath}, CapacityClients*s.o.Workers, 2*time.Second, false, jsonType, job); err != nil {
 		return nil, err
@@ -339,6 +349,30 @@ func (s *Suite) hypernovaRestarts(ctx context.Context, targets []*target, script
 	return append(runs, r), nil
 }
 
+// restartable is a pool of renderers: its CPU time, and a restart.
+type restartable interface {
+	CPUTime() time.Duration
+	Restart(ctx context.Context) error
+}
+
+// idleRenderers waits until each of pools is idle (waitCPUIdle, 5% of a
+// core, up to bound each), and restarts one still busy after that: what
+// an earlier run left them is rendered, or dropped, before setup's run.
+func idleRenderers(ctx context.Context, log *slog.Logger, setup string, bound time.Duration, pools ...restartable) error {
+	for _, p := range pools {
+		if _, err := waitCPUIdle(ctx, p.CPUTime, 0.05, 200*time.Millisecond, bound); err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
+			log.Warn("renderers busy before a run; restarting them", "setup", setup, "err", err)
+			if err := p.Restart(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // hypernovaRunOnce offers multiple of t's capacity as POST /batch jobs for
 // d, once t's renderers are idle, keep-alive clients (as the application
 // servers that call Hypernova keep their connections); during, if set,
@@ -346,14 +380,12 @@ func (s *Suite) hypernovaRestarts(ctx context.Context, targets []*target, script
 // and records how long it took in the run's note. Renders are not
 // counted: Hypernova has no counters (Rendered and Wasted are -1).
 func (s *Suite) hypernovaRunOnce(ctx context.Context, t *target, multiple float64, point string, d time.Duration, job []byte, during func(context.Context) error) (*RunResult, error) {
-	if _, err := waitCPUIdle(ctx, t.pool.CPUTime, 0.05, 200*time.Millisecond, s.o.DrainBound); err != nil {
-		if ctx.Err() != nil {
-			return nil, err
-		}
-		s.log.Warn("renderers busy before a run; restarting them", "setup", t.name, "err", err)
-		if err := t.pool.Restart(ctx); err != nil {
-			return nil, err
-		}
+	quiet := []restartable{t.pool}
+	for _, p := range t.quiet {
+		quiet = append(quiet, p)
+	}
+	if err := idleRenderers(ctx, s.log, t.name, s.o.DrainBound, quiet...); err != nil {
+		return nil, err
 	}
 	res := &RunResult{Scenario: ScenarioHypernova, Setup: t.name, Point: point, Multiple: multiple, KeepAlive: true,
 		Capacity: t.cap10, LoadAvg: demo.LoadAverage()}

@@ -215,6 +215,10 @@ type target struct {
 	url   string // base URL, ending in "/"
 	front *Front // the processes between client and renderer, if any
 	pool  *Pool  // who renders
+	// quiet are the pools of other setups on the same machine, idle
+	// before each of its runs as its own is: a setup's backlog must not
+	// render through the next one's turn.
+	quiet []*Pool
 	cap10 float64
 	cap20 float64
 }
