@@ -85,8 +85,8 @@ func (s *Suite) hypernova(ctx context.Context) error {
 	targets = append(targets, &target{name: SetupSluice, url: f.URL, front: f, pool: pool, quiet: []*Pool{coord}, cap10: info.CapacityRPS})
 
 	var runs []*RunResult
-	for _, m := range HypernovaMultiples() {
-		for _, t := range targets {
+	for i, m := range HypernovaMultiples() {
+		for _, t := range turns(targets, i) {
 			r, err := s.retryNoisy(ctx, t, multipleName(m), func() (*RunResult, error) {
 				return s.hypernovaRunOnce(ctx, t, m, multipleName(m), s.o.Phase, job, nil)
 			})
