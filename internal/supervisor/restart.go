@@ -22,11 +22,11 @@ import (
 // If a replacement fails to become ready, RollingRestart stops there and
 // returns the error; the old worker of a slot that surged keeps serving,
 // and a slot that was replaced restarts its new worker as after a crash
-// (backoff, the crash-loop guard). If ctx ends
-// while a replacement is starting, ctx.Err() is returned and the
-// replacement is stopped, or, in a slot that was replaced, goes on
-// starting: it is the slot's worker. A second call while one is running returns ErrRestarting at
-// once; before Run it returns ErrNotRunning, after Shutdown ErrStopped.
+// (backoff, the crash-loop guard). If ctx ends while a replacement is
+// starting, ctx.Err() is returned and the replacement is stopped, or, in a
+// slot that was replaced, goes on starting: it is the slot's worker. A
+// second call while one is running returns ErrRestarting at once; before
+// Run it returns ErrNotRunning, after Shutdown ErrStopped.
 func (s *Supervisor) RollingRestart(ctx context.Context) error {
 	if !s.restarting.CompareAndSwap(false, true) {
 		return ErrRestarting
@@ -53,8 +53,11 @@ func (s *Supervisor) RollingRestart(ctx context.Context) error {
 	began := time.Now()
 	s.log.Info("rolling restart started", "workers", n)
 	for i := range n {
-		first := s.opts.Roll == RollReplace && s.othersReady(i)
-		if err := s.replace(ctx, i, first); err != nil {
+		replace := s.replace
+		if s.opts.Roll == RollReplace && s.othersReady(i) {
+			replace = s.stopThenStart
+		}
+		if err := replace(ctx, i); err != nil {
 			s.log.Error("rolling restart failed", "slot", i, "err", err)
 			return fmt.Errorf("supervisor: rolling restart of slot %d: %w", i, err)
 		}
@@ -76,35 +79,14 @@ func (s *Supervisor) othersReady(i int) bool {
 }
 
 // replace starts a new worker for slot i, makes it the slot's current
-// worker once it is Added, and retires the old one; or, first, retires
-// the old one, then starts the new one as the slot's current worker.
-func (s *Supervisor) replace(ctx context.Context, i int, first bool) error {
-	if first {
-		s.mu.Lock()
-		old := s.slots[i].current
-		s.mu.Unlock()
-		if old != nil {
-			if err := s.retire(ctx, old, true); err != nil {
-				// Stopped all the same: the slot needs its replacement.
-				s.log.Warn("rolling restart: worker stopped before its drain ended", "slot", i, "err", err)
-			}
-		}
-	}
+// worker once it is Added, and retires the old one.
+func (s *Supervisor) replace(ctx context.Context, i int) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		return ErrStopped
 	}
 	nw := s.newWorkerLocked(i)
-	if first {
-		// The slot's worker from now on: if it fails, the slot
-		// restarts it as after a crash rather than standing empty.
-		sl := &s.slots[i]
-		if old := sl.current; old != nil {
-			delete(s.workers, old.id)
-		}
-		sl.current, sl.failures = nw, 0
-	}
 	s.wg.Add(1)
 	s.mu.Unlock()
 	go s.live(nw)
@@ -112,17 +94,8 @@ func (s *Supervisor) replace(ctx context.Context, i int, first bool) error {
 	select {
 	case <-nw.addedCh:
 	case <-nw.exited:
-		s.mu.Lock()
-		closed, err := s.closed, nw.exitErr
-		s.mu.Unlock()
-		if closed {
-			return ErrStopped
-		}
-		return fmt.Errorf("replacement worker %d failed before it was ready: %w", nw.id, err)
+		return s.startFailed(nw)
 	case <-ctx.Done():
-		if first {
-			return ctx.Err() // the slot's worker: it goes on starting
-		}
 		// It may have been Added in the meantime: drain it too, briefly.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.StopTimeout)
 		defer cancel()
@@ -134,10 +107,6 @@ func (s *Supervisor) replace(ctx context.Context, i int, first bool) error {
 	if s.closed {
 		s.mu.Unlock()
 		return ErrStopped // Shutdown stops nw with the rest
-	}
-	if first {
-		s.mu.Unlock()
-		return nil
 	}
 	sl := &s.slots[i]
 	old := sl.current
@@ -151,4 +120,60 @@ func (s *Supervisor) replace(ctx context.Context, i int, first bool) error {
 		return nil
 	}
 	return s.retire(ctx, old, true)
+}
+
+// stopThenStart retires slot i's worker, then starts a new one as the
+// slot's current worker at once, so that if it fails the slot restarts
+// it as after a crash rather than standing empty; and waits until it is
+// Added. If ctx ends first it goes on starting.
+func (s *Supervisor) stopThenStart(ctx context.Context, i int) error {
+	s.mu.Lock()
+	old := s.slots[i].current
+	s.mu.Unlock()
+	if old != nil {
+		if err := s.retire(ctx, old, true); err != nil {
+			// Stopped all the same: the slot needs its replacement.
+			s.log.Warn("rolling restart: worker stopped before its drain ended", "slot", i, "err", err)
+		}
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrStopped
+	}
+	nw := s.newWorkerLocked(i)
+	sl := &s.slots[i]
+	if old := sl.current; old != nil {
+		delete(s.workers, old.id)
+	}
+	sl.current, sl.failures = nw, 0
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go s.live(nw)
+
+	select {
+	case <-nw.addedCh:
+	case <-nw.exited:
+		return s.startFailed(nw)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrStopped
+	}
+	return nil
+}
+
+// startFailed is the error of a replacement nw that exited before it was
+// Added.
+func (s *Supervisor) startFailed(nw *worker) error {
+	s.mu.Lock()
+	closed, err := s.closed, nw.exitErr
+	s.mu.Unlock()
+	if closed {
+		return ErrStopped
+	}
+	return fmt.Errorf("replacement worker %d failed before it was ready: %w", nw.id, err)
 }
