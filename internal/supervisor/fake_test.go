@@ -230,6 +230,8 @@ type fakeBalancer struct {
 	eps  map[int]Endpoint
 	// death is what Died reports for every worker; zero: nothing seen.
 	death Death
+	// onAdd, when set, runs inside Add, before it returns.
+	onAdd func(Endpoint)
 }
 
 func newFakeBalancer(rec *recorder) *fakeBalancer {
@@ -239,7 +241,11 @@ func newFakeBalancer(rec *recorder) *fakeBalancer {
 func (b *fakeBalancer) Add(e Endpoint) {
 	b.mu.Lock()
 	b.eps[e.ID] = e
+	onAdd := b.onAdd
 	b.mu.Unlock()
+	if onAdd != nil {
+		onAdd(e)
+	}
 	b.rec.add("add %d", e.ID)
 }
 

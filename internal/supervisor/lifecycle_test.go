@@ -193,3 +193,30 @@ func TestReadinessChecksBackOffToReadyInterval(t *testing.T) {
 		})
 	}
 }
+
+// A worker is ready (in Stats and for Ready) only once the Balancer has
+// it: a readiness probe or an operator that saw it ready before Add
+// returned sent a request no worker could take (503, No Worker
+// Available; seen once in CI behind a Next.js worker).
+func TestReadyOnlyOnceAdded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Options{Count: 1}, nil)
+		var during []State
+		var readyDuring []bool
+		h.bal.onAdd = func(e Endpoint) {
+			readyDuring = append(readyDuring, h.sup.Ready())
+			for _, w := range h.sup.Stats().Workers {
+				if w.ID == e.ID {
+					during = append(during, w.State)
+				}
+			}
+		}
+		h.run()
+		if len(during) != 1 || during[0] == StateReady || readyDuring[0] {
+			t.Errorf("while Add ran: states %v, Ready %v; want one state not ready, Ready false", during, readyDuring)
+		}
+		if st := h.sup.Stats(); !st.Ready || st.Workers[0].State != StateReady || !h.sup.Ready() {
+			t.Errorf("after Add: %+v, Ready %v; want the worker ready", st.Workers, h.sup.Ready())
+		}
+	})
+}

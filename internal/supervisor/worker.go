@@ -206,9 +206,18 @@ func (s *Supervisor) bringUp(ctx context.Context, w *worker, procDone <-chan str
 		s.signal(w, syscall.SIGKILL)
 		return
 	}
-	w.state, w.added, w.addedAt = StateReady, true, time.Now()
+	// Ready once the Balancer has it, not before: a reader of Ready or
+	// Stats that saw it ready earlier sent a request that no worker could
+	// take (503, No Worker Available).
+	was := w.state
+	w.added, w.addedAt = true, time.Now()
 	s.mu.Unlock()
 	s.bal.Add(w.ep)
+	s.mu.Lock()
+	if w.state == was { // not stopped meanwhile
+		w.state = StateReady
+	}
+	s.mu.Unlock()
 	close(w.addedCh)
 	s.log.Info("worker ready", "worker", w.id, "pid", w.pid, "addr", w.ep.Addr, "took", time.Since(began))
 }
