@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/sluicehq/sluice/admission"
 	"github.com/sluicehq/sluice/internal/proxy"
 	"github.com/sluicehq/sluice/internal/supervisor"
 	"github.com/sluicehq/sluice/limit"
@@ -78,6 +79,9 @@ func newFront(a *App, base string, workerOut io.Writer) (*front, error) {
 		return f, err
 	}
 	so := supervisorOptions(cfg.Workers, base, workerOut, log)
+	if a.ctrl != nil {
+		so.Settled = queueEmpty(a.ctrl)
+	}
 	if so.Guard, err = os.Executable(); err != nil {
 		log.Warn("workers run without a guard: what a worker starts (an sh -c or npm start worker's server) outlives sluice if it is killed with SIGKILL", "err", err)
 	}
@@ -89,6 +93,12 @@ func newFront(a *App, base string, workerOut io.Writer) (*front, error) {
 	// stopped: they get their StopTimeout to exit, and a second more.
 	f.stopIn = cfg.Workers.StopTimeout + time.Second
 	return f, nil
+}
+
+// queueEmpty is a rolling restart's Settled: its next worker starts once
+// the queue its predecessor's start built up has been served.
+func queueEmpty(c *admission.Controller) func() bool {
+	return func() bool { return c.Stats().Queued == 0 }
 }
 
 func (f *front) handler() http.Handler { return f.px }

@@ -75,7 +75,10 @@
 //
 // RollingRestart replaces one slot at a time: new worker started, ready,
 // warmed, Added; old worker Drained, then stopped. Capacity never drops
-// below Count and no request is cut. Shutdown Drains every worker, then
+// below Count and no request is cut (under RollReplace, one slot's worker
+// is stopped before its replacement starts). The next slot begins once
+// Options.Settled reports that the front has served what the last start
+// held up. Shutdown Drains every worker, then
 // stops them all: SIGTERM, and SIGKILL after StopTimeout or at ctx's
 // deadline. Cancelling Run's ctx stops the workers without draining.
 //

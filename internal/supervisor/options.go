@@ -54,6 +54,13 @@ const (
 	// faster only burns CPU. (The Node.js server whose settings sluice.yaml
 	// takes over used the same CPUs x 5 in 60 s in its cluster mode.)
 	DefaultCrashLoopExitsPerWorker = 5
+
+	// SettlePoll is how often a rolling restart asks Options.Settled,
+	// and SettleMax the longest it waits between two slots: under an
+	// overload that lasts, the queue never empties, and the roll goes
+	// on at that pace.
+	SettlePoll = 100 * time.Millisecond
+	SettleMax  = 5 * time.Second
 )
 
 // Options configures a Supervisor. The zero value of every field except
@@ -143,6 +150,15 @@ type Options struct {
 	// one worker more (its memory, the CPU of its start), but only
 	// while another worker is ready to serve: a lone one surges.
 	Roll RollMode
+	// Settled, if set, paces a RollingRestart: between one slot's
+	// replacement and the next, the roll waits until Settled has reported
+	// true at two polls in a row, SettlePoll apart, or SettleMax has
+	// passed. A front passes whether its queue is empty: a new worker's
+	// start and its first, cold requests take CPU from the others, and
+	// the next replacement then begins only once the backlog that cost
+	// has been served, rather than adding its own cost to it. Nil means
+	// the slots follow one another at once.
+	Settled func() bool
 
 	// Guard is a program that calls GuardMain first thing (sluice passes
 	// its own executable): each worker then runs under a guard process

@@ -13,7 +13,8 @@ import (
 // (SIGTERM, SIGKILL after StopTimeout or when ctx is done): the slot's
 // capacity never drops. A slot that is replaced (see Options.Roll) Drains
 // and stops its worker first, then starts the replacement, while the other
-// workers serve. Only then does the next slot begin.
+// workers serve. Only then does the next slot begin, once Options.Settled
+// says the front has caught up (see settle).
 //
 // It clears the crash-loop guard first, and fills slots that have no live
 // worker: after a crash loop, deploying a fix and calling RollingRestart
@@ -53,6 +54,11 @@ func (s *Supervisor) RollingRestart(ctx context.Context) error {
 	began := time.Now()
 	s.log.Info("rolling restart started", "workers", n)
 	for i := range n {
+		if i > 0 {
+			if err := s.settle(ctx); err != nil {
+				return err
+			}
+		}
 		replace := s.replace
 		if s.opts.Roll == RollReplace && s.othersReady(i) {
 			replace = s.stopThenStart
@@ -64,6 +70,41 @@ func (s *Supervisor) RollingRestart(ctx context.Context) error {
 	}
 	s.log.Info("rolling restart done", "workers", n, "took", time.Since(began))
 	return nil
+}
+
+// settle waits, between two slots of a rolling restart, until
+// Options.Settled has reported true at two polls in a row, or SettleMax
+// has passed; at once without Settled. It returns ctx's error if ctx
+// ends first, ErrStopped if the supervisor begins to stop.
+func (s *Supervisor) settle(ctx context.Context) error {
+	if s.opts.Settled == nil {
+		return nil
+	}
+	began := time.Now()
+	tick := time.NewTicker(SettlePoll)
+	defer tick.Stop()
+	calm := 0
+	for {
+		if s.opts.Settled() {
+			calm++
+		} else {
+			calm = 0
+		}
+		waited := time.Since(began)
+		if calm == 2 || waited >= SettleMax {
+			if waited >= SettlePoll {
+				s.log.Debug("rolling restart: waited for the backlog to clear", "waited", waited, "settled", calm == 2)
+			}
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.quit:
+			return ErrStopped
+		case <-tick.C:
+		}
+	}
 }
 
 // othersReady reports whether a worker of another slot than i is ready.

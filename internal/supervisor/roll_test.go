@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -128,5 +129,76 @@ func TestRollReplaceCancelledKeepsStarting(t *testing.T) {
 		if got := stateOf(h.sup, 3); got != StateReady {
 			t.Errorf("worker 3: got %v, want ready", got)
 		}
+	})
+}
+
+// With Options.Settled, a roll's next slot begins only once Settled has
+// reported true at two polls in a row (the front's backlog served), or
+// after SettleMax; the first slot does not wait, and a ctx that ends
+// while the roll waits ends it.
+func TestRollSettlesBetweenSlots(t *testing.T) {
+	first := []string{"start 3", "add 3", "drain 1", "term 1", "exit 1", "remove 1"}
+	second := []string{"start 4", "add 4", "drain 2", "term 2", "exit 2", "remove 2"}
+	t.Run("settled", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			var settled atomic.Bool
+			h := startHarness(t, Options{Count: 2, Settled: settled.Load}, nil)
+			h.rec.take()
+			done := make(chan error, 1)
+			go func() { done <- h.sup.RollingRestart(t.Context()) }()
+			synctest.Wait()
+			h.wantEvents(first...) // and waiting on the backlog
+			// Polls fall at SettlePoll multiples from the wait's start:
+			// sleep to between two.
+			time.Sleep(time.Second + SettlePoll/2)
+			synctest.Wait()
+			h.wantEvents()
+			settled.Store(true)
+			time.Sleep(SettlePoll)
+			synctest.Wait()
+			h.wantEvents() // one calm poll is not two
+			time.Sleep(SettlePoll)
+			synctest.Wait()
+			h.wantEvents(second...)
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		})
+	})
+	t.Run("a backlog that lasts", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			h := startHarness(t, Options{Count: 2, Settled: func() bool { return false }}, nil)
+			h.rec.take()
+			done := make(chan error, 1)
+			go func() { done <- h.sup.RollingRestart(t.Context()) }()
+			synctest.Wait()
+			h.wantEvents(first...)
+			time.Sleep(SettleMax - SettlePoll/2)
+			synctest.Wait()
+			h.wantEvents()
+			time.Sleep(SettlePoll)
+			synctest.Wait()
+			h.wantEvents(second...)
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		})
+	})
+	t.Run("cancelled", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			h := startHarness(t, Options{Count: 2, Settled: func() bool { return false }}, nil)
+			h.rec.take()
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan error, 1)
+			go func() { done <- h.sup.RollingRestart(ctx) }()
+			synctest.Wait()
+			h.wantEvents(first...)
+			cancel()
+			if err := <-done; !errors.Is(err, context.Canceled) {
+				t.Fatalf("RollingRestart = %v, want context.Canceled", err)
+			}
+			synctest.Wait()
+			h.wantEvents() // slot 1 keeps its worker
+		})
 	})
 }
