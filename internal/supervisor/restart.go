@@ -54,16 +54,15 @@ func (s *Supervisor) RollingRestart(ctx context.Context) error {
 	began := time.Now()
 	s.log.Info("rolling restart started", "workers", n)
 	for i := range n {
-		if i > 0 {
-			if err := s.settle(ctx); err != nil {
-				return err
+		err := s.settle(ctx, i)
+		if err == nil {
+			replace := s.replace
+			if s.opts.Roll == RollReplace && s.othersReady(i) {
+				replace = s.stopThenStart
 			}
+			err = replace(ctx, i)
 		}
-		replace := s.replace
-		if s.opts.Roll == RollReplace && s.othersReady(i) {
-			replace = s.stopThenStart
-		}
-		if err := replace(ctx, i); err != nil {
+		if err != nil {
 			s.log.Error("rolling restart failed", "slot", i, "err", err)
 			return fmt.Errorf("supervisor: rolling restart of slot %d: %w", i, err)
 		}
@@ -72,12 +71,12 @@ func (s *Supervisor) RollingRestart(ctx context.Context) error {
 	return nil
 }
 
-// settle waits, between two slots of a rolling restart, until
-// Options.Settled has reported true at two polls in a row, or SettleMax
-// has passed; at once without Settled. It returns ctx's error if ctx
-// ends first, ErrStopped if the supervisor begins to stop.
-func (s *Supervisor) settle(ctx context.Context) error {
-	if s.opts.Settled == nil {
+// settle waits, before slot i of a rolling restart (not the first),
+// until Options.Settled has reported true at two polls in a row, or
+// SettleMax has passed; at once without Settled. It returns ctx's error
+// if ctx ends first, ErrStopped if the supervisor begins to stop.
+func (s *Supervisor) settle(ctx context.Context, i int) error {
+	if i == 0 || s.opts.Settled == nil {
 		return nil
 	}
 	began := time.Now()

@@ -201,4 +201,22 @@ func TestRollSettlesBetweenSlots(t *testing.T) {
 			h.wantEvents() // slot 1 keeps its worker
 		})
 	})
+	t.Run("shut down", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			h := startHarness(t, Options{Count: 2, Settled: func() bool { return false }}, nil)
+			h.rec.take()
+			done := make(chan error, 1)
+			go func() { done <- h.sup.RollingRestart(t.Context()) }()
+			synctest.Wait()
+			h.wantEvents(first...)
+			stopped := time.Now()
+			h.stop()
+			if err := <-done; !errors.Is(err, ErrStopped) {
+				t.Fatalf("RollingRestart = %v, want ErrStopped", err)
+			}
+			if waited := time.Since(stopped); waited != 0 {
+				t.Errorf("RollingRestart returned %v after the shutdown, want at once", waited)
+			}
+		})
+	})
 }
