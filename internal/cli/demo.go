@@ -49,6 +49,9 @@ at or below capacity, the workers fell behind the load during a step
 250 ms at which sluice sheds a standing queue): sluice's sheds there
 are a backlog's, not its threshold's; and when, past capacity, the
 workers sustained less after a step than the capacity it was set against.
+A step during which the workers' capacity fell by a tenth or more (other
+processes took their CPU) compared the two systems on a machine that
+changed under it: it is run again, once, and the demo says so.
 
 flags:
 `
@@ -246,7 +249,7 @@ func demoMeasure(ctx context.Context, a *app.App, f *demoFlags, stdout, stderr i
 		return err
 	}
 	for _, s := range steps {
-		for _, note := range []string{fellNote(s), behindNote(s), slowNote(s, f.cpu)} {
+		for _, note := range []string{rerunNote(s), fellNote(s), behindNote(s), slowNote(s, f.cpu)} {
 			if note != "" {
 				fmt.Fprintln(stdout, note)
 			}
@@ -267,6 +270,9 @@ type demoStep struct {
 	after float64
 	stats []loadgen.Stats // by system, as demoRamp.names
 	work  []turnWork      // by system: what the workers did in its turn
+	// rerun is, for a step run again, its first run (multiple, phase,
+	// capacity and after only): the workers' capacity fell during it.
+	rerun *demoStep
 }
 
 // turnWork is what the workers did during one system's turn at a step,
@@ -304,6 +310,11 @@ type demoRamp struct {
 	capacity *capacityWindows
 	names    []string // systems: sluice first, then the baseline
 	urls     []string
+	// idle waits for the workers to finish what the last run left queued
+	// in them, and turns runs a step through every system, into st; nil
+	// means waitIdle on sup and runTurns (tests replace them).
+	idle  func(ctx context.Context) error
+	turns func(ctx context.Context, st *demoStep) error
 }
 
 // run measures the capacity before each step and offers the step's
@@ -312,16 +323,23 @@ type demoRamp struct {
 // each measurement and each run for the workers to finish what the last
 // run left queued in them (renders whose clients gave up), which would
 // slow the next.
+//
+// The windows measured after a step are those before the next. When they
+// show that the workers' capacity fell during the step (fellNote), the
+// step compared the systems on a machine that changed under it: it is run
+// again, once, set against the capacity those windows measured (not the
+// estimate over the windows kept, most of them from before the fall).
 func (r *demoRamp) run(ctx context.Context, stderr io.Writer) ([]demoStep, error) {
+	if r.idle == nil {
+		r.idle = func(ctx context.Context) error { return waitIdle(ctx, r.sup, 30*time.Second) }
+	}
+	if r.turns == nil {
+		r.turns = r.runTurns
+	}
 	fmt.Fprintf(stderr, "running %d steps of %v, each through %s, capacity measured before each...\n",
 		len(r.f.loads), r.f.step, strings.Join(r.names, " and "))
-	var steps []demoStep
-	for i, m := range r.f.loads {
-		n := stepWindows
-		if i == 0 {
-			n = firstWindows
-		}
-		if err := waitIdle(ctx, r.sup, 30*time.Second); err != nil {
+	measure := func(n int) ([]float64, error) {
+		if err := r.idle(ctx); err != nil {
 			return nil, err
 		}
 		rates, err := r.windows(n, capacityWindow)
@@ -331,53 +349,75 @@ func (r *demoRamp) run(ctx context.Context, stderr io.Writer) ([]demoStep, error
 		for _, rate := range rates {
 			r.capacity.add(rate)
 		}
-		if i > 0 {
-			steps[i-1].after = quantile(rates, 0.5)
-		}
-		st := demoStep{multiple: m, capacity: r.capacity.estimate(capacityQuantile(m)),
-			stats: make([]loadgen.Stats, len(r.urls)), work: make([]turnWork, len(r.urls))}
-		if st.capacity <= 0 {
-			return nil, fmt.Errorf("capacity measurement: too few renders ended within the last %d windows of %v to say", windowsKept, capacityWindow)
-		}
-		st.phase = loadgen.Phase{Name: fmt.Sprintf("%gx", m), Rate: m * st.capacity, Duration: r.f.step}
-		for _, j := range stepOrder(m, len(r.urls)) {
-			if err := waitIdle(ctx, r.sup, 30*time.Second); err != nil {
+		return rates, nil
+	}
+	if _, err := measure(firstWindows); err != nil {
+		return nil, err
+	}
+	var steps []demoStep
+	for _, m := range r.f.loads {
+		var st demoStep
+		var first *demoStep // the step's first run, when it was run again
+		var since []float64 // the windows measured after it
+		for run := range 2 {
+			capacity := r.capacity.estimate(capacityQuantile(m))
+			if first != nil {
+				capacity = quantile(since, capacityQuantile(m))
+			}
+			st = demoStep{multiple: m, capacity: capacity, rerun: first,
+				stats: make([]loadgen.Stats, len(r.urls)), work: make([]turnWork, len(r.urls))}
+			if st.capacity <= 0 {
+				return nil, fmt.Errorf("capacity measurement: too few renders ended within the last %d windows of %v to say", windowsKept, capacityWindow)
+			}
+			st.phase = loadgen.Phase{Name: fmt.Sprintf("%gx", m), Rate: m * st.capacity, Duration: r.f.step}
+			if err := r.turns(ctx, &st); err != nil {
 				return nil, err
 			}
-			// The turn runs from the workers' counters read before it to
-			// those read after: a worker left a backlog answers the second
-			// read late, and its busy time runs on until then.
-			start := time.Now()
-			before, nBefore, errBefore := workerTotals(r.sup)
-			rep, err := loadgen.Run(ctx, loadgen.Config{
-				URL: r.urls[j], Phases: []loadgen.Phase{st.phase}, Timeout: r.f.timeout, DisableKeepAlives: !r.f.keepAlive,
-				LoopbackOnly: true, Seed: 1,
-			})
+			rates, err := measure(stepWindows)
 			if err != nil {
 				return nil, err
 			}
-			after, nAfter, errAfter := workerTotals(r.sup)
-			span := time.Since(start)
-			st.stats[j] = rep.Phases[0].Stats
-			st.work[j] = turnWork{
-				known: errBefore == nil && errAfter == nil && nBefore == nAfter && after.BusyNs >= before.BusyNs,
-				busy:  time.Duration(after.BusyNs - before.BusyNs), rendered: after.Rendered - before.Rendered,
-				span: span, workers: nAfter,
+			st.after = quantile(rates, 0.5)
+			if run > 0 || fellNote(st) == "" {
+				break
 			}
+			first = &demoStep{multiple: st.multiple, phase: st.phase, capacity: st.capacity, after: st.after}
+			since = rates
+			fmt.Fprintf(stderr, "the workers' capacity fell during the %s step: running it again\n", st.phase.Name)
 		}
 		steps = append(steps, st)
 	}
-	// The capacity after the last step too: a step that met less than it
-	// was set against shows it, whichever step it was.
-	if err := waitIdle(ctx, r.sup, 30*time.Second); err != nil {
-		return nil, err
-	}
-	rates, err := r.windows(stepWindows, capacityWindow)
-	if err != nil {
-		return nil, err
-	}
-	steps[len(steps)-1].after = quantile(rates, 0.5)
 	return steps, nil
+}
+
+// runTurns runs st's phase through every system, in stepOrder, into st.
+func (r *demoRamp) runTurns(ctx context.Context, st *demoStep) error {
+	for _, j := range stepOrder(st.multiple, len(r.urls)) {
+		if err := r.idle(ctx); err != nil {
+			return err
+		}
+		// The turn runs from the workers' counters read before it to
+		// those read after: a worker left a backlog answers the second
+		// read late, and its busy time runs on until then.
+		start := time.Now()
+		before, nBefore, errBefore := workerTotals(r.sup)
+		rep, err := loadgen.Run(ctx, loadgen.Config{
+			URL: r.urls[j], Phases: []loadgen.Phase{st.phase}, Timeout: r.f.timeout, DisableKeepAlives: !r.f.keepAlive,
+			LoopbackOnly: true, Seed: 1,
+		})
+		if err != nil {
+			return err
+		}
+		after, nAfter, errAfter := workerTotals(r.sup)
+		span := time.Since(start)
+		st.stats[j] = rep.Phases[0].Stats
+		st.work[j] = turnWork{
+			known: errBefore == nil && errAfter == nil && nBefore == nAfter && after.BusyNs >= before.BusyNs,
+			busy:  time.Duration(after.BusyNs - before.BusyNs), rendered: after.Rendered - before.Rendered,
+			span: span, workers: nAfter,
+		}
+	}
+	return nil
 }
 
 // stepOrder returns the order in which the systems (sluice first, then
@@ -397,6 +437,21 @@ func stepOrder(m float64, systems int) []int {
 		slices.Reverse(order)
 	}
 	return order
+}
+
+// rerunNote says that a step was run again, the workers' capacity having
+// fallen during its first run (see fellNote); "" for a step run once.
+func rerunNote(s demoStep) string {
+	f := s.rerun
+	if f == nil {
+		return ""
+	}
+	against := f.phase.Rate
+	if f.multiple > 1 {
+		against = f.capacity
+	}
+	return fmt.Sprintf("note: at %s the workers sustained %.0f/s after the step's first run, a tenth or more under the %.0f/s it was set against: their capacity fell during it, and the step was run again, set against the capacity measured since (%.0f/s)",
+		s.phase.Name, f.after, against, s.capacity)
 }
 
 // fellNote says when the workers sustained a tenth less after a step than

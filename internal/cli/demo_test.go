@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"regexp"
 	"slices"
 	"strconv"
@@ -134,5 +135,73 @@ func TestDemoRunsTheRamp(t *testing.T) {
 		if !seen[want] {
 			t.Errorf("no row for %s:\n%s", want, out)
 		}
+	}
+}
+
+// A step during which the workers' capacity fell (the windows after it
+// sustained a tenth less than it was set against) is run again, once,
+// against the capacity measured since, and says so; a step during which
+// it held is run once.
+func TestDemoRerunsAStepWhoseCapacityFell(t *testing.T) {
+	// The windows' rates, in the order the ramp asks for them: 8 before
+	// the first step, 4 after each run of a step.
+	script := [][]float64{
+		{100, 100, 100, 100, 100, 100, 100, 100}, // before 0.5x
+		{100, 100, 100, 100},                     // after 0.5x: held
+		{100, 100, 100, 100},                     // after 2x: held
+		{60, 60, 60, 60},                         // after 4x: fell (60 < 90% of 100)
+		{50, 50, 50, 50},                         // after 4x again: it fell again, and is not run a third time
+	}
+	var asked int
+	var turns []float64 // the rate of each step run
+	r := &demoRamp{
+		f: &demoFlags{loads: []float64{0.5, 2, 4}, step: time.Second},
+		windows: func(n int, d time.Duration) ([]float64, error) {
+			if asked >= len(script) || len(script[asked]) != n {
+				t.Fatalf("windows call %d asked for %d windows; script has %v", asked, n, script)
+			}
+			asked++
+			return script[asked-1], nil
+		},
+		capacity: newCapacityWindows(windowsKept),
+		names:    []string{"sluice", "no admission"},
+		urls:     []string{"sluice", "baseline"},
+		idle:     func(context.Context) error { return nil },
+		turns: func(_ context.Context, st *demoStep) error {
+			turns = append(turns, st.phase.Rate)
+			return nil
+		},
+	}
+	var log strings.Builder
+	steps, err := r.run(t.Context(), &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if asked != len(script) {
+		t.Errorf("windows asked %d times, want %d", asked, len(script))
+	}
+	// 4x run first at 4 x 100 and then, set against the windows measured
+	// after it (not the twelve kept, eight of them at 100), at 4 x 60; no
+	// third time.
+	if want := []float64{50, 200, 400, 240}; !slices.Equal(turns, want) {
+		t.Errorf("steps run at %v/s, want %v", turns, want)
+	}
+	if len(steps) != 3 {
+		t.Fatalf("%d steps, want 3", len(steps))
+	}
+	for _, s := range steps[:2] {
+		if s.rerun != nil || rerunNote(s) != "" {
+			t.Errorf("%s: run again, though the capacity held", s.phase.Name)
+		}
+	}
+	last := steps[2]
+	if last.rerun == nil || last.rerun.after != 60 || last.after != 50 || last.capacity != 60 {
+		t.Fatalf("4x: rerun %+v, capacity %v, after %v; want a first run that met 60/s, the second set against 60/s and met 50/s", last.rerun, last.capacity, last.after)
+	}
+	if note := rerunNote(last); !strings.Contains(note, "at 4x the workers sustained 60/s after the step's first run") || !strings.Contains(note, "run again") {
+		t.Errorf("rerunNote = %q", note)
+	}
+	if !strings.Contains(log.String(), "capacity fell during the 4x step: running it again") {
+		t.Errorf("nothing said while it ran:\n%s", log.String())
 	}
 }
