@@ -135,19 +135,14 @@ func TestRollReplaceCancelledKeepsStarting(t *testing.T) {
 // With Options.Settled, a roll's next slot begins only once Settled has
 // reported true at two polls in a row (the front's backlog served), or
 // after SettleMax; the first slot does not wait, and a ctx that ends
-// while the roll waits ends it.
+// while the roll waits ends it, as a shutdown does at once.
 func TestRollSettlesBetweenSlots(t *testing.T) {
-	first := []string{"start 3", "add 3", "drain 1", "term 1", "exit 1", "remove 1"}
 	second := []string{"start 4", "add 4", "drain 2", "term 2", "exit 2", "remove 2"}
+	never := func() bool { return false }
 	t.Run("settled", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			var settled atomic.Bool
-			h := startHarness(t, Options{Count: 2, Settled: settled.Load}, nil)
-			h.rec.take()
-			done := make(chan error, 1)
-			go func() { done <- h.sup.RollingRestart(t.Context()) }()
-			synctest.Wait()
-			h.wantEvents(first...) // and waiting on the backlog
+			h, done := rollToTheWait(t, t.Context(), settled.Load)
 			// Polls fall at SettlePoll multiples from the wait's start:
 			// sleep to between two.
 			time.Sleep(time.Second + SettlePoll/2)
@@ -167,12 +162,7 @@ func TestRollSettlesBetweenSlots(t *testing.T) {
 	})
 	t.Run("a backlog that lasts", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			h := startHarness(t, Options{Count: 2, Settled: func() bool { return false }}, nil)
-			h.rec.take()
-			done := make(chan error, 1)
-			go func() { done <- h.sup.RollingRestart(t.Context()) }()
-			synctest.Wait()
-			h.wantEvents(first...)
+			h, done := rollToTheWait(t, t.Context(), never)
 			time.Sleep(SettleMax - SettlePoll/2)
 			synctest.Wait()
 			h.wantEvents()
@@ -186,13 +176,8 @@ func TestRollSettlesBetweenSlots(t *testing.T) {
 	})
 	t.Run("cancelled", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			h := startHarness(t, Options{Count: 2, Settled: func() bool { return false }}, nil)
-			h.rec.take()
 			ctx, cancel := context.WithCancel(t.Context())
-			done := make(chan error, 1)
-			go func() { done <- h.sup.RollingRestart(ctx) }()
-			synctest.Wait()
-			h.wantEvents(first...)
+			h, done := rollToTheWait(t, ctx, never)
 			cancel()
 			if err := <-done; !errors.Is(err, context.Canceled) {
 				t.Fatalf("RollingRestart = %v, want context.Canceled", err)
@@ -203,12 +188,7 @@ func TestRollSettlesBetweenSlots(t *testing.T) {
 	})
 	t.Run("shut down", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			h := startHarness(t, Options{Count: 2, Settled: func() bool { return false }}, nil)
-			h.rec.take()
-			done := make(chan error, 1)
-			go func() { done <- h.sup.RollingRestart(t.Context()) }()
-			synctest.Wait()
-			h.wantEvents(first...)
+			h, done := rollToTheWait(t, t.Context(), never)
 			stopped := time.Now()
 			h.stop()
 			if err := <-done; !errors.Is(err, ErrStopped) {
@@ -219,4 +199,18 @@ func TestRollSettlesBetweenSlots(t *testing.T) {
 			}
 		})
 	})
+}
+
+// rollToTheWait starts two workers with settled as Options.Settled, and a
+// RollingRestart under ctx, whose error done receives; it returns once
+// the first slot is replaced and the roll waits before the second.
+func rollToTheWait(t *testing.T, ctx context.Context, settled func() bool) (*harness, chan error) {
+	t.Helper()
+	h := startHarness(t, Options{Count: 2, Settled: settled}, nil)
+	h.rec.take()
+	done := make(chan error, 1)
+	go func() { done <- h.sup.RollingRestart(ctx) }()
+	synctest.Wait()
+	h.wantEvents("start 3", "add 3", "drain 1", "term 1", "exit 1", "remove 1")
+	return h, done
 }
