@@ -16,28 +16,26 @@ import (
 func TestWorkerSaturatedAsyncClimbs(t *testing.T) {
 	now := time.Unix(0, 0)
 	w := learnedAt16(t, &now, 0.3)
-	// 40 requests of 62 ms in the window at 16, the loop saturated:
-	// 2.5 ms of it each.
-	if got := backloggedWindow(w, &now, 40, 62*time.Millisecond, 0.99); got != 20 {
-		t.Fatalf("saturated at 16, 2.5 ms of loop a request: got limit %d, want 20, a probe up", got)
-	}
-	if got := backloggedWindow(w, &now, 40, 62*time.Millisecond, 0.99); got != 20 {
-		t.Fatalf("the window after the probe: got limit %d, want 20, not judged", got)
-	}
-	// 20 at 66 ms: 303/s against 258/s at 16, more than the 6.25% the
-	// four requests added must bring.
-	if got := backloggedWindow(w, &now, 40, 66*time.Millisecond, 0.99); got != 25 {
-		t.Fatalf("20 at 66 ms: got limit %d, want 25, the probe kept and the next one made", got)
-	}
-	if got := backloggedWindow(w, &now, 40, 66*time.Millisecond, 0.99); got != 25 {
-		t.Fatalf("the window after the second probe: got limit %d, want 25, not judged", got)
-	}
-	// 25 at 82 ms: 305/s, no gain, within 1.5 times the no-load 60 ms.
-	if got := backloggedWindow(w, &now, 40, 82*time.Millisecond, 0.99); got != 25 {
-		t.Fatalf("25 at 82 ms once: got limit %d, want 25, judged on one more window", got)
-	}
-	if got := backloggedWindow(w, &now, 40, 82*time.Millisecond, 0.99); got != 20 {
-		t.Fatalf("25 at 82 ms twice: got limit %d, want 20, the probe undone", got)
+	// Windows of 40 requests, the loop saturated, one after another.
+	for _, step := range []struct {
+		rtt  time.Duration
+		want int
+		what string
+	}{
+		// At 16, 62 ms: 2.5 ms of loop a request.
+		{62 * time.Millisecond, 20, "saturated at 16, 2.5 ms of loop a request: a probe up"},
+		{62 * time.Millisecond, 20, "the window after the probe: not judged"},
+		// 20 at 66 ms: 303/s against 258/s at 16, more than the 6.25%
+		// the four requests added must bring.
+		{66 * time.Millisecond, 25, "20 at 66 ms: the probe kept and the next one made"},
+		{66 * time.Millisecond, 25, "the window after the second probe: not judged"},
+		// 25 at 82 ms: 305/s, no gain, within 1.5 times the no-load 60 ms.
+		{82 * time.Millisecond, 25, "25 at 82 ms once: judged on one more window"},
+		{82 * time.Millisecond, 20, "25 at 82 ms twice: the probe undone"},
+	} {
+		if got := backloggedWindow(w, &now, 40, step.rtt, 0.99); got != step.want {
+			t.Fatalf("%s: got limit %d, want %d", step.what, got, step.want)
+		}
 	}
 
 	// Four requests in a window of the saturated loop: 25 ms of it each,
