@@ -50,8 +50,11 @@ at or below capacity, the workers fell behind the load during a step
 are a backlog's, not its threshold's; and when, past capacity, the
 workers sustained less after a step than the capacity it was set against.
 A step during which the workers' capacity fell by a tenth or more (other
-processes took their CPU) compared the two systems on a machine that
-changed under it: it is run again, once, and the demo says so.
+processes took their CPU), or past capacity one in which their renders
+took a tenth longer than their work in sluice's turn alone and its
+goodput fell a tenth short of the capacity, compared the two systems on
+a machine that changed under it: it is run again, once, and the demo
+says so.
 
 flags:
 `
@@ -249,7 +252,7 @@ func demoMeasure(ctx context.Context, a *app.App, f *demoFlags, stdout, stderr i
 		return err
 	}
 	for _, s := range steps {
-		for _, note := range []string{rerunNote(s), fellNote(s), behindNote(s), slowNote(s, f.cpu)} {
+		for _, note := range []string{rerunNote(s, f.cpu), fellNote(s), behindNote(s), slowNote(s, f.cpu)} {
 			if note != "" {
 				fmt.Fprintln(stdout, note)
 			}
@@ -270,8 +273,9 @@ type demoStep struct {
 	after float64
 	stats []loadgen.Stats // by system, as demoRamp.names
 	work  []turnWork      // by system: what the workers did in its turn
-	// rerun is, for a step run again, its first run (multiple, phase,
-	// capacity and after only): the workers' capacity fell during it.
+	// rerun is, for a step run again, its first run: the workers'
+	// capacity fell during it (fellNote), or other processes took their
+	// CPU in sluice's turn alone (slowNote).
 	rerun *demoStep
 }
 
@@ -329,6 +333,9 @@ type demoRamp struct {
 // step compared the systems on a machine that changed under it: it is run
 // again, once, set against the capacity those windows measured (not the
 // estimate over the windows kept, most of them from before the fall).
+// When they show it held but the workers' renders were slowed in sluice's
+// turn (slowNote), the machine changed under that turn alone: the step is
+// run again, once, set against the capacity estimated as before.
 func (r *demoRamp) run(ctx context.Context, stderr io.Writer) ([]demoStep, error) {
 	if r.idle == nil {
 		r.idle = func(ctx context.Context) error { return waitIdle(ctx, r.sup, 30*time.Second) }
@@ -361,7 +368,7 @@ func (r *demoRamp) run(ctx context.Context, stderr io.Writer) ([]demoStep, error
 		var since []float64 // the windows measured after it
 		for run := range 2 {
 			capacity := r.capacity.estimate(capacityQuantile(m))
-			if first != nil {
+			if since != nil {
 				capacity = quantile(since, capacityQuantile(m))
 			}
 			st = demoStep{multiple: m, capacity: capacity, rerun: first,
@@ -378,12 +385,18 @@ func (r *demoRamp) run(ctx context.Context, stderr io.Writer) ([]demoStep, error
 				return nil, err
 			}
 			st.after = quantile(rates, 0.5)
-			if run > 0 || fellNote(st) == "" {
+			fell, slowed := fellNote(st) != "", slowNote(st, r.f.cpu) != ""
+			if run > 0 || !fell && !slowed {
 				break
 			}
-			first = &demoStep{multiple: st.multiple, phase: st.phase, capacity: st.capacity, after: st.after}
-			since = rates
-			fmt.Fprintf(stderr, "the workers' capacity fell during the %s step: running it again\n", st.phase.Name)
+			if fell {
+				since = rates
+				fmt.Fprintf(stderr, "the workers' capacity fell during the %s step: running it again\n", st.phase.Name)
+			} else {
+				fmt.Fprintf(stderr, "other processes took the workers' CPU during sluice's turn at the %s step: running it again\n", st.phase.Name)
+			}
+			f := st
+			first = &f
 		}
 		steps = append(steps, st)
 	}
@@ -439,12 +452,19 @@ func stepOrder(m float64, systems int) []int {
 	return order
 }
 
-// rerunNote says that a step was run again, the workers' capacity having
-// fallen during its first run (see fellNote); "" for a step run once.
-func rerunNote(s demoStep) string {
+// rerunNote says that a step was run again, and why: the workers'
+// capacity fell during its first run (see fellNote), or their renders were
+// slowed in sluice's turn (see slowNote; cpu is a render's work); "" for a
+// step run once.
+func rerunNote(s demoStep, cpu time.Duration) string {
 	f := s.rerun
 	if f == nil {
 		return ""
+	}
+	if fellNote(*f) == "" {
+		w := f.work[0]
+		return fmt.Sprintf("note: at %s sluice's turn in the step's first run served %.0f/s of the %.0f/s capacity, its workers rendering %.0f%% of it and each render taking %v against its %v of work: other processes took their CPU during that turn, and the step was run again",
+			s.phase.Name, f.stats[0].Goodput, f.capacity, 100*w.share(), w.perRender().Round(100*time.Microsecond), cpu)
 	}
 	against := f.phase.Rate
 	if f.multiple > 1 {

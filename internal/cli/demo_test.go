@@ -190,7 +190,7 @@ func TestDemoRerunsAStepWhoseCapacityFell(t *testing.T) {
 		t.Fatalf("%d steps, want 3", len(steps))
 	}
 	for _, s := range steps[:2] {
-		if s.rerun != nil || rerunNote(s) != "" {
+		if s.rerun != nil || rerunNote(s, 0) != "" {
 			t.Errorf("%s: run again, though the capacity held", s.phase.Name)
 		}
 	}
@@ -198,10 +198,83 @@ func TestDemoRerunsAStepWhoseCapacityFell(t *testing.T) {
 	if last.rerun == nil || last.rerun.after != 60 || last.after != 50 || last.capacity != 60 {
 		t.Fatalf("4x: rerun %+v, capacity %v, after %v; want a first run that met 60/s, the second set against 60/s and met 50/s", last.rerun, last.capacity, last.after)
 	}
-	if note := rerunNote(last); !strings.Contains(note, "at 4x the workers sustained 60/s after the step's first run") || !strings.Contains(note, "run again") {
+	if note := rerunNote(last, 0); !strings.Contains(note, "at 4x the workers sustained 60/s after the step's first run") || !strings.Contains(note, "run again") {
 		t.Errorf("rerunNote = %q", note)
 	}
 	if !strings.Contains(log.String(), "capacity fell during the 4x step: running it again") {
+		t.Errorf("nothing said while it ran:\n%s", log.String())
+	}
+}
+
+// A step past capacity whose windows after show the capacity held, but in
+// whose sluice turn the workers' renders took a tenth longer than their
+// work, is run again once, at the same capacity; slowed renders in the
+// other system's turn alone, or in the rerun, run nothing more.
+func TestDemoRerunsAStepSluiceMetSlowed(t *testing.T) {
+	const cpu = 10 * time.Millisecond
+	slowed := func(st *demoStep, j int) {
+		// 98% busy, 13.4 ms a render; served 70/s of the 100/s capacity.
+		slowStep := slowStep(st.multiple, 70, 100, 0.98, 13400*time.Microsecond)
+		st.stats[j], st.work[j] = slowStep.stats[0], slowStep.work[0]
+	}
+	held := func(st *demoStep, j int) {
+		st.stats[j] = loadgen.Stats{Goodput: 0.97 * st.capacity}
+		st.work[j] = turnWork{known: true, busy: 2 * time.Second, rendered: 200, span: time.Second, workers: 2}
+	}
+	var asked, run int
+	var turns []float64
+	r := &demoRamp{
+		f: &demoFlags{loads: []float64{2, 4}, step: time.Second, cpu: cpu},
+		windows: func(n int, d time.Duration) ([]float64, error) {
+			asked++
+			return slices.Repeat([]float64{100}, n), nil
+		},
+		capacity: newCapacityWindows(windowsKept),
+		names:    []string{"sluice", "no admission"},
+		urls:     []string{"sluice", "baseline"},
+		idle:     func(context.Context) error { return nil },
+		turns: func(_ context.Context, st *demoStep) error {
+			turns = append(turns, st.phase.Rate)
+			run++
+			switch run {
+			case 1: // 2x: sluice's turn slowed
+				slowed(st, 0)
+				held(st, 1)
+			case 2: // 2x again: held
+				held(st, 0)
+				held(st, 1)
+			case 3: // 4x: the baseline's turn slowed, not sluice's
+				held(st, 0)
+				slowed(st, 1)
+			}
+			return nil
+		},
+	}
+	var log strings.Builder
+	steps, err := r.run(t.Context(), &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []float64{200, 200, 400}; !slices.Equal(turns, want) {
+		t.Errorf("steps run at %v/s, want %v", turns, want)
+	}
+	if len(steps) != 2 {
+		t.Fatalf("%d steps, want 2", len(steps))
+	}
+	first := steps[0]
+	if first.rerun == nil || first.rerun.stats[0].Goodput != 70 || first.stats[0].Goodput != 97 || first.capacity != 100 {
+		t.Fatalf("2x: rerun %+v, goodput %v against %v; want a first run that served 70/s, the second 97/s against 100/s", first.rerun, first.stats[0].Goodput, first.capacity)
+	}
+	note := rerunNote(first, cpu)
+	for _, want := range []string{"at 2x sluice's turn in the step's first run served 70/s of the 100/s capacity", "each render taking 13.4ms against its 10ms", "run again"} {
+		if !strings.Contains(note, want) {
+			t.Errorf("rerunNote = %q, want it to say %q", note, want)
+		}
+	}
+	if steps[1].rerun != nil || rerunNote(steps[1], cpu) != "" {
+		t.Errorf("4x: run again for the baseline's slowed turn")
+	}
+	if !strings.Contains(log.String(), "other processes took the workers' CPU during sluice's turn at the 2x step: running it again") {
 		t.Errorf("nothing said while it ran:\n%s", log.String())
 	}
 }
