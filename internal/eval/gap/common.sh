@@ -13,11 +13,14 @@ trap cleanup EXIT
 
 # start_workers PORT...: an examples/react-ssr worker on each port, all on
 # CPU 1, answering Q with an ITEMS-card page (20; set and empty: the
-# cards ?cards=N asks for, 200 without it) and no saturation report.
+# cards ?cards=N asks for, 200 without it) and no saturation report
+# (REPORTS=1: with sluice-worker's report).
 start_workers() {
 	cd "$root/examples/react-ssr"
+	local quiet=1
+	[ "${REPORTS:-0}" = 1 ] && quiet=0
 	for port; do
-		PORT=$port BENCH_PAGE_ITEMS=${ITEMS-20} BENCH_NO_SATURATION=1 NODE_ENV=production \
+		PORT=$port BENCH_PAGE_ITEMS=${ITEMS-20} BENCH_NO_SATURATION=$quiet NODE_ENV=production \
 			taskset -c 1 node -r "$root/internal/eval/node/counters.js" worker.js >"$work/worker-$port.log" 2>&1 & pids+=($!)
 	done
 }
