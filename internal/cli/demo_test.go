@@ -208,25 +208,27 @@ func TestDemoRerunsAStepWhoseCapacityFell(t *testing.T) {
 
 // A step past capacity whose windows after show the capacity held, but in
 // whose sluice turn the workers' renders took a tenth longer than their
-// work, is run again once, at the same capacity; slowed renders in the
-// other system's turn alone, or in the rerun, run nothing more.
+// work and its goodput fell short, is run again once, at the same
+// capacity; slowed renders in the other system's turn alone run it once,
+// and a rerun slowed again is not run a third time.
 func TestDemoRerunsAStepSluiceMetSlowed(t *testing.T) {
 	const cpu = 10 * time.Millisecond
 	slowed := func(st *demoStep, j int) {
 		// 98% busy, 13.4 ms a render; served 70/s of the 100/s capacity.
-		slowStep := slowStep(st.multiple, 70, 100, 0.98, 13400*time.Microsecond)
-		st.stats[j], st.work[j] = slowStep.stats[0], slowStep.work[0]
+		s := slowStep(st.multiple, 70, 100, 0.98, 13400*time.Microsecond)
+		st.stats[j], st.work[j] = s.stats[0], s.work[0]
 	}
 	held := func(st *demoStep, j int) {
 		st.stats[j] = loadgen.Stats{Goodput: 0.97 * st.capacity}
 		st.work[j] = turnWork{known: true, busy: 2 * time.Second, rendered: 200, span: time.Second, workers: 2}
 	}
-	var asked, run int
+	// The turns of each run, sluice's first: 2x slowed then held, 4x
+	// with the baseline's turn slowed, 8x slowed twice.
+	script := [][2]func(*demoStep, int){{slowed, held}, {held, held}, {held, slowed}, {slowed, held}, {slowed, held}}
 	var turns []float64
 	r := &demoRamp{
-		f: &demoFlags{loads: []float64{2, 4}, step: time.Second, cpu: cpu},
+		f: &demoFlags{loads: []float64{2, 4, 8}, step: time.Second, cpu: cpu},
 		windows: func(n int, d time.Duration) ([]float64, error) {
-			asked++
 			return slices.Repeat([]float64{100}, n), nil
 		},
 		capacity: newCapacityWindows(windowsKept),
@@ -234,19 +236,13 @@ func TestDemoRerunsAStepSluiceMetSlowed(t *testing.T) {
 		urls:     []string{"sluice", "baseline"},
 		idle:     func(context.Context) error { return nil },
 		turns: func(_ context.Context, st *demoStep) error {
-			turns = append(turns, st.phase.Rate)
-			run++
-			switch run {
-			case 1: // 2x: sluice's turn slowed
-				slowed(st, 0)
-				held(st, 1)
-			case 2: // 2x again: held
-				held(st, 0)
-				held(st, 1)
-			case 3: // 4x: the baseline's turn slowed, not sluice's
-				held(st, 0)
-				slowed(st, 1)
+			if len(turns) >= len(script) {
+				t.Fatalf("run %d of a step: the script has %d", len(turns)+1, len(script))
 			}
+			for j, turn := range script[len(turns)] {
+				turn(st, j)
+			}
+			turns = append(turns, st.phase.Rate)
 			return nil
 		},
 	}
@@ -255,11 +251,11 @@ func TestDemoRerunsAStepSluiceMetSlowed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []float64{200, 200, 400}; !slices.Equal(turns, want) {
+	if want := []float64{200, 200, 400, 800, 800}; !slices.Equal(turns, want) {
 		t.Errorf("steps run at %v/s, want %v", turns, want)
 	}
-	if len(steps) != 2 {
-		t.Fatalf("%d steps, want 2", len(steps))
+	if len(steps) != 3 {
+		t.Fatalf("%d steps, want 3", len(steps))
 	}
 	first := steps[0]
 	if first.rerun == nil || first.rerun.stats[0].Goodput != 70 || first.stats[0].Goodput != 97 || first.capacity != 100 {
@@ -273,6 +269,9 @@ func TestDemoRerunsAStepSluiceMetSlowed(t *testing.T) {
 	}
 	if steps[1].rerun != nil || rerunNote(steps[1], cpu) != "" {
 		t.Errorf("4x: run again for the baseline's slowed turn")
+	}
+	if last := steps[2]; last.rerun == nil || slowNote(last, cpu) == "" {
+		t.Errorf("8x: rerun %v, slowNote %q; want a rerun whose own slowed turn the note still reports", last.rerun, slowNote(last, cpu))
 	}
 	if !strings.Contains(log.String(), "other processes took the workers' CPU during sluice's turn at the 2x step: running it again") {
 		t.Errorf("nothing said while it ran:\n%s", log.String())
