@@ -154,29 +154,15 @@ func TestDemoRerunsAStepWhoseCapacityFell(t *testing.T) {
 	}
 	var asked int
 	var turns []float64 // the rate of each step run
-	r := &demoRamp{
-		f: &demoFlags{loads: []float64{0.5, 2, 4}, step: time.Second},
-		windows: func(n int, d time.Duration) ([]float64, error) {
+	steps, log := runScriptedRamp(t, &demoFlags{loads: []float64{0.5, 2, 4}, step: time.Second},
+		func(n int) []float64 {
 			if asked >= len(script) || len(script[asked]) != n {
 				t.Fatalf("windows call %d asked for %d windows; script has %v", asked, n, script)
 			}
 			asked++
-			return script[asked-1], nil
+			return script[asked-1]
 		},
-		capacity: newCapacityWindows(windowsKept),
-		names:    []string{"sluice", "no admission"},
-		urls:     []string{"sluice", "baseline"},
-		idle:     func(context.Context) error { return nil },
-		turns: func(_ context.Context, st *demoStep) error {
-			turns = append(turns, st.phase.Rate)
-			return nil
-		},
-	}
-	var log strings.Builder
-	steps, err := r.run(t.Context(), &log)
-	if err != nil {
-		t.Fatal(err)
-	}
+		func(st *demoStep) { turns = append(turns, st.phase.Rate) })
 	if asked != len(script) {
 		t.Errorf("windows asked %d times, want %d", asked, len(script))
 	}
@@ -201,8 +187,8 @@ func TestDemoRerunsAStepWhoseCapacityFell(t *testing.T) {
 	if note := rerunNote(last, 0); !strings.Contains(note, "at 4x the workers sustained 60/s after the step's first run") || !strings.Contains(note, "run again") {
 		t.Errorf("rerunNote = %q", note)
 	}
-	if !strings.Contains(log.String(), "capacity fell during the 4x step: running it again") {
-		t.Errorf("nothing said while it ran:\n%s", log.String())
+	if !strings.Contains(log, "capacity fell during the 4x step: running it again") {
+		t.Errorf("nothing said while it ran:\n%s", log)
 	}
 }
 
@@ -226,16 +212,9 @@ func TestDemoRerunsAStepSluiceMetSlowed(t *testing.T) {
 	// with the baseline's turn slowed, 8x slowed twice.
 	script := [][2]func(*demoStep, int){{slowed, held}, {held, held}, {held, slowed}, {slowed, held}, {slowed, held}}
 	var turns []float64
-	r := &demoRamp{
-		f: &demoFlags{loads: []float64{2, 4, 8}, step: time.Second, cpu: cpu},
-		windows: func(n int, d time.Duration) ([]float64, error) {
-			return slices.Repeat([]float64{100}, n), nil
-		},
-		capacity: newCapacityWindows(windowsKept),
-		names:    []string{"sluice", "no admission"},
-		urls:     []string{"sluice", "baseline"},
-		idle:     func(context.Context) error { return nil },
-		turns: func(_ context.Context, st *demoStep) error {
+	steps, log := runScriptedRamp(t, &demoFlags{loads: []float64{2, 4, 8}, step: time.Second, cpu: cpu},
+		func(n int) []float64 { return slices.Repeat([]float64{100}, n) },
+		func(st *demoStep) {
 			if len(turns) >= len(script) {
 				t.Fatalf("run %d of a step: the script has %d", len(turns)+1, len(script))
 			}
@@ -243,14 +222,7 @@ func TestDemoRerunsAStepSluiceMetSlowed(t *testing.T) {
 				turn(st, j)
 			}
 			turns = append(turns, st.phase.Rate)
-			return nil
-		},
-	}
-	var log strings.Builder
-	steps, err := r.run(t.Context(), &log)
-	if err != nil {
-		t.Fatal(err)
-	}
+		})
 	if want := []float64{200, 200, 400, 800, 800}; !slices.Equal(turns, want) {
 		t.Errorf("steps run at %v/s, want %v", turns, want)
 	}
@@ -273,7 +245,33 @@ func TestDemoRerunsAStepSluiceMetSlowed(t *testing.T) {
 	if last := steps[2]; last.rerun == nil || slowNote(last, cpu) == "" {
 		t.Errorf("8x: rerun %v, slowNote %q; want a rerun whose own slowed turn the note still reports", last.rerun, slowNote(last, cpu))
 	}
-	if !strings.Contains(log.String(), "other processes took the workers' CPU during sluice's turn at the 2x step: running it again") {
-		t.Errorf("nothing said while it ran:\n%s", log.String())
+	if !strings.Contains(log, "other processes took the workers' CPU during sluice's turn at the 2x step: running it again") {
+		t.Errorf("nothing said while it ran:\n%s", log)
 	}
+}
+
+// runScriptedRamp runs a demo ramp of f's steps against two systems whose
+// capacity windows and turns are scripted: windows returns n windows'
+// rates, and turn fills a step's stats and work for each of its runs. It
+// returns the steps and what the ramp said while it ran.
+func runScriptedRamp(t *testing.T, f *demoFlags, windows func(n int) []float64, turn func(st *demoStep)) ([]demoStep, string) {
+	t.Helper()
+	r := &demoRamp{
+		f:        f,
+		windows:  func(n int, _ time.Duration) ([]float64, error) { return windows(n), nil },
+		capacity: newCapacityWindows(windowsKept),
+		names:    []string{"sluice", "no admission"},
+		urls:     []string{"sluice", "baseline"},
+		idle:     func(context.Context) error { return nil },
+		turns: func(_ context.Context, st *demoStep) error {
+			turn(st)
+			return nil
+		},
+	}
+	var log strings.Builder
+	steps, err := r.run(t.Context(), &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return steps, log.String()
 }
