@@ -1,4 +1,4 @@
-# common.sh: what async-ab.sh, fresh-ab.sh, next-ab.sh and shift-ab.sh
+# common.sh: what async-ab.sh, fresh-ab.sh, lookahead-ab.sh, next-ab.sh and shift-ab.sh
 # share, sourced by them: the two builds to compare, a work directory,
 # every process started ended by PID on exit (and waited for, so that a run
 # after it finds its ports free), the async workers, and the fronts.
