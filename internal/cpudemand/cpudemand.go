@@ -85,6 +85,11 @@ type Meter struct {
 
 	at        time.Time // of the last reading
 	run, wait uint64    // the target's main thread's counters then, ns
+
+	// The last known reading's contention (see Contention), and whether
+	// it is known.
+	contention   float64
+	contentionOK bool
 }
 
 // New returns a Meter of the process pid, reading the proc file system
@@ -124,9 +129,20 @@ func (m *Meter) Read(now time.Time) (float64, bool) {
 	if prevAt.IsZero() || d <= 0 || !m.single || run < prevRun || wait < prevWait {
 		return 0, false
 	}
+	if ran, waited := run-prevRun, wait-prevWait; ran+waited > 0 {
+		m.contention, m.contentionOK = float64(waited)/float64(ran+waited), true
+	}
 	demand := (float64(run-prevRun) + m.preemptShare*float64(wait-prevWait)) / float64(d)
 	return min(max(demand, 0), 1), true
 }
+
+// Contention returns the share of the time the worker's main thread was
+// runnable, over the interval of the last Read that returned a demand
+// and in which it was, that it spent waiting for a CPU, every wait
+// counted (after a wakeup as after a preemption): about 0 for a thread
+// with a CPU to itself, a half for one of two busy threads sharing one
+// CPU. It reports false until such a Read.
+func (m *Meter) Contention() (float64, bool) { return m.contention, m.contentionOK }
 
 // switches reads the context switches of pid's main thread: voluntary
 // (it slept) and involuntary (it was preempted). They are read once a

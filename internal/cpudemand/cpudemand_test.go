@@ -273,3 +273,37 @@ func TestClusterOfProcessesNotMeasured(t *testing.T) {
 		t.Fatalf("Read = %v, true for one of two busy processes; want unknown", d)
 	}
 }
+
+// Contention is the share of the time the main thread was runnable that
+// it waited for a CPU, every wait counted: a worker that wakes to find its
+// CPU taken shares it, whether it slept or was preempted.
+func TestContentionIsWaitOverRunnable(t *testing.T) {
+	p := newFakeProc(t)
+	p.thread(10, 10, time.Second, 0)
+	p.switched(10, 10, 1000, 0) // it only ever slept: its waits are no demand
+	m := New(p.root, 10)
+	if _, ok := m.Contention(); ok {
+		t.Fatal("contention known before any reading")
+	}
+	m.Read(t0)
+	if _, ok := m.Contention(); ok {
+		t.Fatal("contention known after a first reading, which has nothing to compare with")
+	}
+	// 100 ms: ran 45 ms, waited 45 ms, as one of two workers on one CPU.
+	p.thread(10, 10, time.Second+45*time.Millisecond, 45*time.Millisecond)
+	m.Read(t0.Add(100 * time.Millisecond))
+	if c, ok := m.Contention(); !ok || !near(c, 0.5) {
+		t.Fatalf("shared CPU: Contention = %v, %v; want 0.5, true", c, ok)
+	}
+	// Then 90 ms run and 10 ms waiting: a CPU nearly its own.
+	p.thread(10, 10, time.Second+135*time.Millisecond, 55*time.Millisecond)
+	m.Read(t0.Add(200 * time.Millisecond))
+	if c, ok := m.Contention(); !ok || !near(c, 0.1) {
+		t.Fatalf("own CPU: Contention = %v, %v; want 0.1, true", c, ok)
+	}
+	// Idle: nothing to judge by, the last known one stands.
+	m.Read(t0.Add(300 * time.Millisecond))
+	if c, ok := m.Contention(); !ok || !near(c, 0.1) {
+		t.Fatalf("idle: Contention = %v, %v; want the last known 0.1, true", c, ok)
+	}
+}

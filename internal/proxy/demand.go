@@ -36,14 +36,27 @@ func KernelDemand(e supervisor.Endpoint) DemandMeter {
 	return nil
 }
 
+// A ContentionMeter is a DemandMeter that also tells how much the worker's
+// CPU is shared (cpudemand.Meter is one): the share of the time its main
+// thread was runnable that it waited for a CPU, over the last Read that
+// returned a demand, and whether it is known. The proxy withdraws a
+// contended worker's lookahead (see pool.go).
+type ContentionMeter interface {
+	DemandMeter
+	Contention() (float64, bool)
+}
+
+var _ ContentionMeter = (*cpudemand.Meter)(nil) // KernelDemand's meters tell contention
+
 // NoDemand is an Options.WorkerDemand that measures nothing: a worker that
 // reports no saturation is judged by its throughput and latency alone.
 func NoDemand(supervisor.Endpoint) DemandMeter { return nil }
 
 // demandFeed reads an endpoint's meter at most once a window, outside the
-// pool's mutex (a reading is a file read or two): the reading goes to the
+// pool's mutex (a reading is a file read or two): the demand goes to the
 // worker's limit as if the worker had reported it, until the worker
-// reports its saturation itself.
+// reports its saturation itself; the contention, to its lookahead, for as
+// long as it runs.
 type demandFeed struct {
 	m     DemandMeter
 	every time.Duration
@@ -63,22 +76,36 @@ func newDemandFeed(m DemandMeter, every time.Duration, now time.Time) *demandFee
 	return &demandFeed{m: m, every: every, start: now}
 }
 
-// read returns a reading when one is due and the worker has never
-// reported its saturation itself.
-func (d *demandFeed) read(now time.Time) (float64, bool) {
-	if d.own.Load() {
-		return 0, false
-	}
+// demandReading is what a demandFeed read: a demand when measured, a
+// contention when contended (known).
+type demandReading struct {
+	demand     float64
+	measured   bool
+	contention float64
+	contended  bool
+}
+
+// read returns a reading when one is due: its demand only while the
+// worker has never reported its saturation itself.
+func (d *demandFeed) read(now time.Time) demandReading {
 	at := int64(now.Sub(d.start))
 	if at < d.due.Load() || !d.mu.TryLock() {
-		return 0, false
+		return demandReading{}
 	}
 	defer d.mu.Unlock()
 	if at < d.due.Load() {
-		return 0, false
+		return demandReading{}
 	}
 	d.due.Store(at + int64(d.every))
-	return d.m.Read(now)
+	var r demandReading
+	r.demand, r.measured = d.m.Read(now)
+	if d.own.Load() {
+		r.demand, r.measured = 0, false
+	}
+	if c, ok := d.m.(ContentionMeter); ok {
+		r.contention, r.contended = c.Contention()
+	}
+	return r
 }
 
 // reported records that the worker reports its saturation itself: its

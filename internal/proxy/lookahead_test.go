@@ -1,13 +1,17 @@
 package proxy_test
 
 import (
+	"math"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/sluicehq/sluice/admission"
 	"github.com/sluicehq/sluice/internal/proxy"
+	"github.com/sluicehq/sluice/internal/supervisor"
 )
 
 // A worker at its limit is given Lookahead requests more, which wait in it
@@ -119,6 +123,89 @@ func TestLookaheadKeepsItsConnection(t *testing.T) {
 		}
 		if got := w.conns.Load(); got != 2 {
 			t.Errorf("worker accepted %d connections over 5 rounds of two requests at once, want 2", got)
+		}
+	})
+}
+
+// contendedMeter is a fakeMeter that also gives the worker's contention,
+// as the test sets it.
+type contendedMeter struct {
+	fakeMeter
+	contention atomic.Uint64 // float64 bits
+}
+
+func (m *contendedMeter) setContention(c float64) { m.contention.Store(math.Float64bits(c)) }
+
+func (m *contendedMeter) Contention() (float64, bool) {
+	return math.Float64frombits(m.contention.Load()), m.reads.Load() > 1
+}
+
+// A worker whose CPU is contended (its main thread waits for it) has no
+// lookahead: another process fills the gap between its renders, and a
+// request sent ahead would only wait behind one. Its lookahead comes back
+// once the contention falls, and a contention between the two bounds
+// leaves it as it is.
+func TestLookaheadWithdrawnWhileCPUContended(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := &contendedMeter{}
+		m.set(0.5)
+		m.setContention(0.5)
+		g := newRig(t, proxy.Options{Lookahead: 1, WorkerDemand: func(supervisor.Endpoint) proxy.DemandMeter { return m }},
+			admission.Options{QueueSize: 10})
+		w, _ := g.worker(1)
+		state := func(when string, lookahead, limit int) {
+			t.Helper()
+			e := endpointStats(t, g)
+			if e.Lookahead != lookahead || g.p.Stats().Ahead != lookahead || g.c.Stats().Limit != limit {
+				t.Fatalf("%s: lookahead %d (pool %d), Controller's limit %d, contention %.2f; want lookahead %d, limit %d",
+					when, e.Lookahead, g.p.Stats().Ahead, g.c.Stats().Limit, e.Contention, lookahead, limit)
+			}
+		}
+		state("before any reading", 1, 2)
+
+		g.clients(2, time.Second, "/sleep?d=20ms")
+		state("contended 0.5", 0, 1)
+		a := g.get("/block/a")
+		synctest.Wait()
+		b := g.get("/block/b")
+		synctest.Wait()
+		if got := w.seen(); got[len(got)-1] != "/block/a" || g.c.Stats().Queued != 1 {
+			t.Errorf("contended: worker's last request %q, %d queued; want /block/a, and /block/b queued at the front",
+				got[len(got)-1], g.c.Stats().Queued)
+		}
+		w.open("a")
+		w.open("b")
+		for _, r := range []*call{a, b} {
+			if code, _ := r.result(); code != 200 {
+				t.Errorf("got %d, want 200", code)
+			}
+		}
+
+		m.setContention(0.2) // between the bounds: as it was
+		g.clients(2, time.Second, "/sleep?d=20ms")
+		state("then 0.2", 0, 1)
+		m.setContention(0.02)
+		g.clients(2, 2*time.Second, "/sleep?d=20ms")
+		state("then 0.02", 1, 2)
+		m.setContention(0.2)
+		g.clients(2, 2*time.Second, "/sleep?d=20ms")
+		state("then 0.2 again", 1, 2)
+	})
+}
+
+// A meter that tells no contention (a plain DemandMeter) leaves the
+// lookahead on.
+func TestLookaheadKeptWithoutContention(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := &fakeMeter{}
+		m.set(0.99)
+		g := newRig(t, proxy.Options{Lookahead: 1, WorkerDemand: func(supervisor.Endpoint) proxy.DemandMeter { return m }},
+			admission.Options{QueueSize: 10})
+		g.worker(1)
+		g.clients(2, time.Second, "/sleep?d=20ms")
+		if e := endpointStats(t, g); e.Lookahead != 1 || e.Contention != -1 || m.reads.Load() < 2 {
+			t.Errorf("no contention told: lookahead %d, contention %v after %d readings; want 1, -1 after several",
+				e.Lookahead, e.Contention, m.reads.Load())
 		}
 	})
 }

@@ -54,12 +54,13 @@ type Options struct {
 	// (supervisor.Endpoint.Adaptive).
 	WorkerLimit WorkerLimit
 
-	// WorkerDemand gives the meter of an adaptive worker's CPU demand
-	// (nil: none), read once a WorkerLimit.Window while the worker reports
-	// no saturation itself and taken as its report: a worker that says
-	// nothing is then judged as one that does, by how busy its event loop
-	// is, not only by its throughput and latency. nil means KernelDemand;
-	// NoDemand turns it off.
+	// WorkerDemand gives the meter of a worker's CPU demand (nil: none),
+	// read once a WorkerLimit.Window. While an adaptive worker reports no
+	// saturation itself, the demand is taken as its report: a worker that
+	// says nothing is then judged as one that does, by how busy its event
+	// loop is, not only by its throughput and latency. A ContentionMeter's
+	// contention decides any worker's lookahead (see Lookahead). nil means
+	// KernelDemand; NoDemand turns it off.
 	WorkerDemand func(supervisor.Endpoint) DemandMeter
 
 	// Classify maps a request to its admission Request (priority, tenant,
@@ -185,8 +186,10 @@ type Options struct {
 	// worker is always picked first), to the worker picked least recently,
 	// whose render is the most advanced. Each costs one render of extra
 	// wait for that request, and it cannot go to another worker that frees
-	// first. Zero means DefaultLookahead; negative means none: a request
-	// goes only to a worker below its limit.
+	// first. A worker whose WorkerDemand meter finds its CPU contended
+	// (a ContentionMeter; see pool.go) has none meanwhile: another
+	// process fills its gap. Zero means DefaultLookahead; negative means
+	// none: a request goes only to a worker below its limit.
 	Lookahead int
 	// StreamIdleTimeout bounds the silence of a worker's streamed response
 	// (see streams.go): past it the worker's connection is closed and the

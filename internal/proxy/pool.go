@@ -36,6 +36,8 @@ type endpoint struct {
 	// Guarded by pool.mu.
 	outstanding int
 	limit       int           // requests it may hold now: Concurrency, or wl's
+	ahead       int           // requests it may hold beyond limit: pool.ahead, or 0 while contended
+	contention  float64       // the smoothed share of its runnable time it waited for a CPU; -1: unknown
 	wl          *limit.Worker // nil: the limit is fixed at Concurrency
 	lastSat     float64       // the last saturation it reported; -1: none
 	satSource   string        // where lastSat came from: "worker" or "kernel"
@@ -87,17 +89,36 @@ const (
 	rampGrace      = time.Second
 )
 
+// A worker's lookahead (Options.Lookahead) fills the gap in which its CPU
+// would idle between a response and the next request. A worker whose CPU
+// is shared with another busy process (two renderers pinned to one core,
+// a front on the same cores) has no such gap: the other process runs in
+// it. There a lookahead request only waits behind a render, bound to a
+// worker another may free before (measured: two CPU-bound Node workers
+// sharing a core used 1.9% more CPU a response with lookahead 1 than with
+// none, 8 of 9 rounds, and their p99 was 30-40% higher; one on a core of
+// its own served 1.04-1.06x with it). So a worker whose kernel meter
+// (Options.WorkerDemand) says its main thread waited for a CPU
+// contendedOff of the time it was runnable or more, smoothed over
+// windows, has no lookahead until that falls under contendedOn. One
+// alone on its core waited 0.04-0.08; one of two on a core, 0.52.
+const (
+	contendedOff     = 0.25
+	contendedOn      = 0.15
+	contentionWeight = 0.25 // of a new reading in the smoothed share
+)
+
 // pool is the set of endpoints and their slots. An endpoint has its limit's
-// slots and ahead more, taken only when every endpoint is at its limit
-// (Options.Lookahead). The Controller's limit is kept at slots + retired,
-// so that an admitted request finds an idle slot.
+// slots and its ahead more, taken only when every endpoint is at its limit
+// (Options.Lookahead). The Controller's limit is kept at slots + aheads +
+// retired, so that an admitted request finds an idle slot.
 //
 // Lock order: pool.mu, then the Controller's (setLimit and tolerate are
 // called with mu held, so that limits are applied in the order they were
 // computed). The Controller never calls back into the pool.
 type pool struct {
 	slowStart time.Duration
-	ahead     int // slots each endpoint has beyond its limit
+	ahead     int // slots each endpoint has beyond its limit, while not contended
 	wlOpts    WorkerLimit
 	setLimit  func(int)
 	tolerate  func(until time.Time, bound time.Duration) // the Controller's Tolerate
@@ -107,7 +128,7 @@ type pool struct {
 	eps     []*endpoint // routable and draining, in the order added
 	byID    map[int]*endpoint
 	slots   int // sum of the limits of routable endpoints
-	nRoute  int // routable endpoints, each with ahead slots beyond its limit
+	aheads  int // sum of the ahead slots of routable endpoints
 	retired int // requests outstanding on draining or removed endpoints
 	applied int // the limit last given to setLimit
 	seq     uint64
@@ -131,7 +152,7 @@ func (p *pool) init(slowStart time.Duration, ahead int, wl WorkerLimit, setLimit
 // running on endpoints that left, which hold their permits until they
 // finish. REQUIRES p.mu held.
 func (p *pool) applyLimitLocked() {
-	if n := p.slots + p.ahead*p.nRoute + p.retired; n != p.applied {
+	if n := p.slots + p.aheads + p.retired; n != p.applied {
 		p.applied = n
 		p.setLimit(n)
 	}
@@ -155,7 +176,7 @@ func (p *pool) better(a, b *endpoint, now time.Time) bool {
 func (p *pool) pickLocked(now time.Time, exclude []int) *endpoint {
 	var best *endpoint
 	for _, e := range p.eps {
-		if !e.routable || e.outstanding >= e.limit+p.ahead || now.Before(e.quarantine) || slices.Contains(exclude, e.ID) {
+		if !e.routable || e.outstanding >= e.limit+e.ahead || now.Before(e.quarantine) || slices.Contains(exclude, e.ID) {
 			continue
 		}
 		if best == nil || p.better(e, best, now) {
@@ -300,19 +321,21 @@ type completion struct {
 // complete gives back a slot taken by take and lets the worker's limit
 // learn from c.
 func (p *pool) complete(e *endpoint, c completion) {
-	var kernel float64
-	var measured bool
+	var r demandReading
 	if e.demand != nil {
 		// Read outside the mutex: a reading is a file read.
 		if c.reported {
 			e.demand.reported()
 		}
-		kernel, measured = e.demand.read(time.Now())
+		r = e.demand.read(time.Now())
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := time.Now()
 	e.outstanding--
+	if r.contended {
+		p.contendLocked(e, r.contention)
+	}
 	if e.wl != nil {
 		e.wl.Occupy(now, e.rendering())
 		switch {
@@ -320,8 +343,8 @@ func (p *pool) complete(e *endpoint, c completion) {
 			if e.wl.Report(c.sat) {
 				e.lastSat, e.satSource = c.sat, "worker"
 			}
-		case measured && e.wl.Report(kernel):
-			e.lastSat, e.satSource = kernel, "kernel"
+		case r.measured && e.wl.Report(r.demand):
+			e.lastSat, e.satSource = r.demand, "kernel"
 		}
 		if c.done {
 			e.wl.Complete(c.rtt, c.dropped)
@@ -351,6 +374,35 @@ func (p *pool) complete(e *endpoint, c completion) {
 	}
 }
 
+// contendLocked takes a reading of the share of e's runnable time it
+// waited for a CPU, and gives or withdraws e's lookahead by it (see
+// contendedOff). REQUIRES p.mu held.
+func (p *pool) contendLocked(e *endpoint, c float64) {
+	if e.contention < 0 {
+		e.contention = c
+	} else {
+		e.contention += contentionWeight * (c - e.contention)
+	}
+	ahead := e.ahead
+	switch {
+	case e.contention >= contendedOff:
+		ahead = 0
+	case e.contention < contendedOn:
+		ahead = p.ahead
+	}
+	if ahead == e.ahead {
+		return
+	}
+	if e.routable {
+		p.aheads += ahead - e.ahead
+	}
+	e.ahead = ahead
+	p.applyLimitLocked()
+	if ahead > 0 {
+		p.grantLocked(time.Now())
+	}
+}
+
 func (p *pool) wakeDrainLocked(e *endpoint) {
 	if e.idle != nil {
 		close(e.idle)
@@ -366,7 +418,7 @@ func (p *pool) unrouteLocked(e *endpoint) {
 	}
 	e.routable = false
 	p.slots -= e.limit
-	p.nRoute--
+	p.aheads -= e.ahead
 	p.retired += e.outstanding
 	p.applyLimitLocked()
 	p.failWaitersLocked()
@@ -395,6 +447,7 @@ func (p *pool) add(e *endpoint) bool {
 	}
 	e.routable = true
 	e.limit, e.lastSat = e.Concurrency, -1
+	e.ahead, e.contention = p.ahead, -1
 	if e.Adaptive {
 		e.limit = p.startLimitLocked(e.Concurrency)
 		wl, err := limit.NewWorker(e.added, limit.WorkerOptions{Initial: e.limit, Max: e.Concurrency,
@@ -407,7 +460,7 @@ func (p *pool) add(e *endpoint) bool {
 	p.eps = append(p.eps, e)
 	p.byID[e.ID] = e
 	p.slots += e.limit
-	p.nRoute++
+	p.aheads += e.ahead
 	p.applyLimitLocked()
 	p.grantLocked(e.added)
 	return true

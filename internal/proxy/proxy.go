@@ -106,7 +106,9 @@ func (p *Proxy) Add(e supervisor.Endpoint) {
 		client:   p.newClient(e),
 		added:    time.Now(),
 	}
-	if e.Adaptive {
+	// The meter feeds an adaptive worker's limit and any worker's
+	// lookahead (see ContentionMeter).
+	if e.Adaptive || p.o.Lookahead > 0 {
 		if m := p.o.WorkerDemand(e); m != nil {
 			window := p.o.WorkerLimit.Window
 			if window == 0 {

@@ -110,14 +110,20 @@ type EndpointStats struct {
 	// or the kernel measured for it (Options.WorkerDemand), -1 when none;
 	// SaturationSource says which: "worker" or "kernel". BadReports counts
 	// reports that could not be read.
-	Saturation       float64   `json:"saturation"`
-	SaturationSource string    `json:"saturationSource,omitempty"`
-	BadReports       uint64    `json:"badReports"`
-	Outstanding      int       `json:"outstanding"`
-	Served           uint64    `json:"served"`
-	Failures         uint64    `json:"failures"`
-	Draining         bool      `json:"draining"`
-	Added            time.Time `json:"added"`
+	Saturation       float64 `json:"saturation"`
+	SaturationSource string  `json:"saturationSource,omitempty"`
+	BadReports       uint64  `json:"badReports"`
+	// Lookahead is how many requests it may hold beyond Limit now
+	// (Options.Lookahead, or 0 while its CPU is contended), Contention
+	// the smoothed share of the time its main thread was runnable that it
+	// waited for a CPU, -1 when not measured (see ContentionMeter).
+	Lookahead   int       `json:"lookahead"`
+	Contention  float64   `json:"contention"`
+	Outstanding int       `json:"outstanding"`
+	Served      uint64    `json:"served"`
+	Failures    uint64    `json:"failures"`
+	Draining    bool      `json:"draining"`
+	Added       time.Time `json:"added"`
 	// FramingBroken: the worker sent bytes outside a response (see
 	// Stats.Unsolicited); none of its connections is reused.
 	FramingBroken bool `json:"framingBroken"`
@@ -159,7 +165,7 @@ func (p *Proxy) Stats() Stats {
 	st.MaxStreams = p.o.MaxStreams
 	p.pool.mu.Lock()
 	st.Slots = p.pool.slots
-	st.Ahead = p.pool.ahead * p.pool.nRoute
+	st.Ahead = p.pool.aheads
 	st.Outstanding = p.pool.retired
 	st.Endpoints = make([]EndpointStats, 0, len(p.pool.eps))
 	for _, e := range p.pool.eps {
@@ -175,6 +181,8 @@ func (p *Proxy) Stats() Stats {
 			Limit:            e.limit,
 			Saturation:       e.lastSat,
 			SaturationSource: e.satSource,
+			Lookahead:        e.ahead,
+			Contention:       e.contention,
 			Outstanding:      e.outstanding,
 			Draining:         e.draining,
 			Added:            e.added,
