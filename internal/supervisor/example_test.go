@@ -48,6 +48,11 @@ func ExampleSupervisor() {
 	go func() { done <- sup.Run(ctx) }()
 
 	e := <-bal.added
+	// The worker is ready once Add has returned, a moment after it was
+	// called.
+	for deadline := time.Now().Add(10 * time.Second); !sup.Ready() && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
 	fmt.Println("ready:", sup.Ready(), "on", e.Network)
 
 	shutdownCtx, stop := context.WithTimeout(context.Background(), 30*time.Second)
