@@ -360,7 +360,19 @@ func (w *Worker) Ramping() bool { return !w.ramped }
 func (w *Worker) BadReports() uint64 { return w.badReport }
 
 // Occupy records that the worker holds n requests from now on.
+//
+// A window that has been idle throughout (nothing held, finished or
+// reported in it) starts again when a request arrives: the occupancy the
+// rule pairs with the worker's reports is that of the load, not diluted by
+// the idle stretch before it. A fresh front's first window began when the
+// worker was added, and load arrived half a second later: its occupancy
+// read a tenth of what the worker held, and the projection of the
+// concurrency that saturates the loop, 2 where it was about 20, held the
+// first slow start's doublings to one a window.
 func (w *Worker) Occupy(now time.Time, n int) {
+	if w.held == 0 && n > 0 && w.heldTime == 0 && w.n == 0 && w.satN == 0 && !w.dropped {
+		w.start, w.last, w.peak = now, now, 0
+	}
 	if d := now.Sub(w.last); d > 0 {
 		w.heldTime += float64(w.held) * float64(d)
 		w.last = now

@@ -171,3 +171,26 @@ func TestWorkerQuietSlowStartSurvivesOneSlowWindow(t *testing.T) {
 		t.Errorf("its second window at 60 ms: got limit %d, ramping %v; want 4, doubling on", got, w.Ramping())
 	}
 }
+
+// A worker added half a second before its first request (a front started
+// before its load arrives) is judged on the load: its first window starts
+// when the request does, so the occupancy paired with its reports is the
+// load's, not a sixth of it, and the first slow start doubles, and its
+// completions take it on, rather than being held at 1 by a projection of
+// the concurrency that saturates the loop diluted by the idle stretch.
+func TestWorkerWindowStartsWithTheLoad(t *testing.T) {
+	now := time.Unix(0, 0)
+	w, err := NewWorker(now, WorkerOptions{Max: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(500 * time.Millisecond)
+	// Each request uses the loop for a tenth of its 60 ms: about ten
+	// saturate it.
+	if got := windowOf(w, &now, 1, 4, 60*time.Millisecond, 0.1); got != 2 {
+		t.Fatalf("the first window of load after 500 ms idle: got limit %d, want 2", got)
+	}
+	if got := backloggedWindow(w, &now, 4, 60*time.Millisecond, 0.2); got != 4 {
+		t.Errorf("the next window, backlogged: got limit %d, want 4 (completions from 2)", got)
+	}
+}
