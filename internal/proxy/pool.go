@@ -94,10 +94,10 @@ const (
 // is shared with another busy process (two renderers pinned to one core,
 // a front on the same cores) has no such gap: the other process runs in
 // it. There a lookahead request only waits behind a render, bound to a
-// worker another may free before (measured: two CPU-bound Node workers
-// sharing a core used 1.9% more CPU a response with lookahead 1 than with
-// none, 8 of 9 rounds, and their p99 was 30-40% higher; one on a core of
-// its own served 1.04-1.06x with it). So a worker whose kernel meter
+// worker another may free before (measured on two CPU-bound Node workers
+// sharing a core: without it their p99 was a quarter lower, 98 ms against
+// 128 at the median of ten rounds, for the same throughput; one on a core
+// of its own served 1.04-1.06x with it). So a worker whose kernel meter
 // (Options.WorkerDemand) says its main thread waited for a CPU
 // contendedOff of the time it was runnable or more, smoothed over
 // windows, has no lookahead until that falls under contendedOn. One
@@ -376,7 +376,8 @@ func (p *pool) complete(e *endpoint, c completion) {
 
 // contendLocked takes a reading of the share of e's runnable time it
 // waited for a CPU, and gives or withdraws e's lookahead by it (see
-// contendedOff). REQUIRES p.mu held.
+// contendedOff). A slot it gives is granted by complete, its caller.
+// REQUIRES p.mu held.
 func (p *pool) contendLocked(e *endpoint, c float64) {
 	if e.contention < 0 {
 		e.contention = c
@@ -398,9 +399,6 @@ func (p *pool) contendLocked(e *endpoint, c float64) {
 	}
 	e.ahead = ahead
 	p.applyLimitLocked()
-	if ahead > 0 {
-		p.grantLocked(time.Now())
-	}
 }
 
 func (p *pool) wakeDrainLocked(e *endpoint) {
