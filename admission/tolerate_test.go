@@ -141,3 +141,60 @@ func TestTolerateExtends(t *testing.T) {
 		check("after the last one ended", later.Add(time.Second), 100*time.Millisecond)
 	})
 }
+
+// When a tolerance ends, its bound fades to CoDel's own over
+// admission.TolerateFade instead of dropping at once: the queue it held
+// (a fresh front's, built while its workers' limits climbed) is shed as
+// its requests pass the fading bound, not in one burst of everything
+// over CoDel's floor. Measured on fresh fronts above capacity, the burst
+// was a hole of half a second in what was served.
+func TestToleranceFadesWhenItEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newController(t, 1, admission.Options{QueueSize: 1000, QueueTimeout: 10 * time.Second,
+			CoDelTarget: 5 * time.Millisecond, CoDelInterval: 100 * time.Millisecond})
+		start := time.Now()
+		const bound = time.Second
+		end := start.Add(time.Second)
+		c.Tolerate(end, bound)
+		type shed struct{ at, waited time.Duration }
+		var mu sync.Mutex
+		var sheds []shed
+		var wg sync.WaitGroup
+		// One slot, 10 ms a request, 150 requests a second for 2.5 s: a
+		// queue that grows by 50 a second, half a second deep when the
+		// tolerance ends.
+		for i := range 375 {
+			wg.Go(func() {
+				time.Sleep(time.Duration(i) * 20 * time.Millisecond / 3)
+				arrived := time.Now()
+				p, err := c.Acquire(context.Background(), admission.Request{})
+				if err != nil {
+					mu.Lock()
+					sheds = append(sheds, shed{time.Since(start), time.Since(arrived)})
+					mu.Unlock()
+					return
+				}
+				time.Sleep(10 * time.Millisecond)
+				p.DoneSample(limit.Sample{Now: time.Now(), RTT: 10 * time.Millisecond})
+			})
+		}
+		wg.Wait()
+		fading := 0
+		for _, s := range sheds {
+			into := s.at - end.Sub(start)
+			if into < 0 {
+				t.Errorf("shed %v before the tolerance ended, having waited %v: want none", -into, s.waited)
+			}
+			if into < 0 || into >= admission.TolerateFade {
+				continue
+			}
+			fading++
+			if least := bound * (admission.TolerateFade - into) / admission.TolerateFade; s.waited < least-time.Millisecond {
+				t.Errorf("shed %v after the tolerance ended, having waited %v: want at least the fading bound, %v", into, s.waited, least)
+			}
+		}
+		if fading == 0 {
+			t.Errorf("no request shed while the tolerance faded (%d sheds); want the queue shed as it passes the bound", len(sheds))
+		}
+	})
+}
