@@ -99,11 +99,13 @@ func (d *demandFeed) read(now time.Time) demandReading {
 	d.due.Store(at + int64(d.every))
 	var r demandReading
 	r.demand, r.measured = d.m.Read(now)
+	if c, ok := d.m.(ContentionMeter); ok && r.measured {
+		// Only with a reading of this window: a meter that lost its
+		// worker, or found it multi-threaded, tells a stale one.
+		r.contention, r.contended = c.Contention()
+	}
 	if d.own.Load() {
 		r.demand, r.measured = 0, false
-	}
-	if c, ok := d.m.(ContentionMeter); ok {
-		r.contention, r.contended = c.Contention()
 	}
 	return r
 }

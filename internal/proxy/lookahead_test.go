@@ -193,9 +193,32 @@ func TestLookaheadWithdrawnWhileCPUContended(t *testing.T) {
 	})
 }
 
-// A meter that tells no contention (a plain DemandMeter) leaves the
-// lookahead on.
+// staleMeter tells a contention but never reads a demand: a meter that
+// lost its worker, or found it multi-threaded, whose last contention is
+// stale.
+type staleMeter struct{ contendedMeter }
+
+func (m *staleMeter) Read(time.Time) (float64, bool) {
+	m.reads.Add(1)
+	return 0, false
+}
+
+// A meter that tells no contention (a plain DemandMeter), or only a stale
+// one, leaves the lookahead on.
 func TestLookaheadKeptWithoutContention(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := &staleMeter{}
+		m.setContention(0.9)
+		m.reads.Store(2) // its Contention says known
+		g := newRig(t, proxy.Options{Lookahead: 1, WorkerDemand: func(supervisor.Endpoint) proxy.DemandMeter { return m }},
+			admission.Options{QueueSize: 10})
+		g.worker(1)
+		g.clients(2, time.Second, "/sleep?d=20ms")
+		if e := endpointStats(t, g); e.Lookahead != 1 || e.Contention != -1 || m.reads.Load() < 4 {
+			t.Errorf("a stale contention: lookahead %d, contention %v after %d reads; want 1, -1 after several",
+				e.Lookahead, e.Contention, m.reads.Load())
+		}
+	})
 	synctest.Test(t, func(t *testing.T) {
 		m := &fakeMeter{}
 		m.set(0.99)
