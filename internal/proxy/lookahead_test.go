@@ -203,6 +203,18 @@ func (m *staleMeter) Read(time.Time) (float64, bool) {
 	return 0, false
 }
 
+// underLoad runs two clients for a second against one worker of
+// concurrency 1 with Lookahead 1, whose CPU m measures, and returns its
+// stats.
+func underLoad(t *testing.T, m proxy.DemandMeter) proxy.EndpointStats {
+	t.Helper()
+	g := newRig(t, proxy.Options{Lookahead: 1, WorkerDemand: func(supervisor.Endpoint) proxy.DemandMeter { return m }},
+		admission.Options{QueueSize: 10})
+	g.worker(1)
+	g.clients(2, time.Second, "/sleep?d=20ms")
+	return endpointStats(t, g)
+}
+
 // A meter that tells no contention (a plain DemandMeter), or only a stale
 // one, leaves the lookahead on.
 func TestLookaheadKeptWithoutContention(t *testing.T) {
@@ -210,11 +222,7 @@ func TestLookaheadKeptWithoutContention(t *testing.T) {
 		m := &staleMeter{}
 		m.setContention(0.9)
 		m.reads.Store(2) // its Contention says known
-		g := newRig(t, proxy.Options{Lookahead: 1, WorkerDemand: func(supervisor.Endpoint) proxy.DemandMeter { return m }},
-			admission.Options{QueueSize: 10})
-		g.worker(1)
-		g.clients(2, time.Second, "/sleep?d=20ms")
-		if e := endpointStats(t, g); e.Lookahead != 1 || e.Contention != -1 || m.reads.Load() < 4 {
+		if e := underLoad(t, m); e.Lookahead != 1 || e.Contention != -1 || m.reads.Load() < 4 {
 			t.Errorf("a stale contention: lookahead %d, contention %v after %d reads; want 1, -1 after several",
 				e.Lookahead, e.Contention, m.reads.Load())
 		}
@@ -222,11 +230,7 @@ func TestLookaheadKeptWithoutContention(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := &fakeMeter{}
 		m.set(0.99)
-		g := newRig(t, proxy.Options{Lookahead: 1, WorkerDemand: func(supervisor.Endpoint) proxy.DemandMeter { return m }},
-			admission.Options{QueueSize: 10})
-		g.worker(1)
-		g.clients(2, time.Second, "/sleep?d=20ms")
-		if e := endpointStats(t, g); e.Lookahead != 1 || e.Contention != -1 || m.reads.Load() < 2 {
+		if e := underLoad(t, m); e.Lookahead != 1 || e.Contention != -1 || m.reads.Load() < 2 {
 			t.Errorf("no contention told: lookahead %d, contention %v after %d readings; want 1, -1 after several",
 				e.Lookahead, e.Contention, m.reads.Load())
 		}
