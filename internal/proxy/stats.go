@@ -15,7 +15,8 @@ type Stats struct {
 	// limits.
 	Slots int `json:"slots"`
 	// Ahead is the number of requests the routable workers may hold
-	// beyond Slots, waiting in a busy worker (Options.Lookahead each).
+	// beyond Slots, waiting in a busy worker: the sum of their
+	// EndpointStats.Lookahead (Options.Lookahead each, 0 while contended).
 	Ahead int `json:"ahead"`
 	// Outstanding is the number of slots taken, on every endpoint.
 	Outstanding int `json:"outstanding"`
