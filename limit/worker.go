@@ -561,7 +561,16 @@ func (w *Worker) saturationRule(now time.Time, elapsed time.Duration, l, peak in
 		// still under half busy, and by square-root steps an async worker
 		// took a second to climb back from a CPU-bound workload's 1 or 2.
 		slow := 2*s < w.maxSat && (!w.ramped && w.nearBaseline(rtt, workerSlowStart) || 4*s < w.maxSat)
-		if slow {
+		// The first ramp goes on doubling, up to the ceiling below (the
+		// concurrency the reports project saturates the loop), while the
+		// requests stay within workerTolerance of the no-load latency,
+		// though the loop is half busy or they are a little slower: two
+		// async Node workers on one core each wait for the other's turns
+		// as their load grows, and by square-root steps they took
+		// 0.55-0.65 s to climb from 14 to 40 against 0.2-0.25 s so (a
+		// fresh front, shedding what arrived meanwhile). Only slow start proper
+		// grows with completions (ack).
+		if slow || !w.ramped && w.nearBaseline(rtt, workerTolerance) {
 			// At least double the limit the window started at: its
 			// completions may have raised it already.
 			up = max(l+1, 2*w.from)

@@ -194,3 +194,35 @@ func TestWorkerWindowStartsWithTheLoad(t *testing.T) {
 		t.Errorf("the next window, backlogged: got limit %d, want 4 (completions from 2)", got)
 	}
 }
+
+// In its first slow start, a worker whose requests slow a little as it
+// takes more (over 1.2 times its no-load latency, within 1.5: two
+// workers sharing a CPU each wait for the other's turns) climbs to the
+// concurrency its loop's reports project, up to twice the limit, rather
+// than by the square root of its limit: by square-root steps two async
+// Node workers on one core took 0.55-0.65 s to climb from 14 to 40, and
+// a fresh front lost what arrived meanwhile. Slower than that, or
+// once the ramp is over, it steps by the square root.
+func TestWorkerFirstRampClimbsToTheProjection(t *testing.T) {
+	now := time.Unix(0, 0)
+	// At 16, the loop 30% busy: saturation projected at 0.98 x 16 / 0.3,
+	// 52; twice the limit is 32.
+	w := learnedAt16(t, &now, 0.02)
+	if got := windowOf(w, &now, 16, 8, 75*time.Millisecond, 0.3); got != 32 || !w.Ramping() {
+		t.Errorf("ramping at 16, requests 1.25 times slower: got limit %d, ramping %v; want 32, ramping", got, w.Ramping())
+	}
+	w = learnedAt16(t, &now, 0.02)
+	if got := windowOf(w, &now, 16, 8, 100*time.Millisecond, 0.3); got != 20 {
+		t.Errorf("ramping at 16, requests 1.67 times slower: got limit %d, want 20, a square-root step", got)
+	}
+	// The ramp over: a saturated window (four requests, each using the
+	// loop for 25 ms of its 60) cuts the limit to 14; the same
+	// window as the first then steps by the square root.
+	w = learnedAt16(t, &now, 0.02)
+	if got := windowOf(w, &now, 16, 4, 60*time.Millisecond, 0.99); got != 14 || w.Ramping() {
+		t.Fatalf("a saturated window at 16: got limit %d, ramping %v; want 14, the ramp over", got, w.Ramping())
+	}
+	if got := windowOf(w, &now, 14, 8, 75*time.Millisecond, 0.3); got != 18 {
+		t.Errorf("the ramp over, at 14, requests 1.25 times slower: got limit %d, want 18, a square-root step", got)
+	}
+}
