@@ -45,15 +45,15 @@ func endpointStats(t *testing.T, g *rig) proxy.EndpointStats {
 }
 
 // A worker that reports an idle event loop while requests queue for it is
-// given more at once; one that reports saturation is brought back to 1.
+// given more at once; one that reports saturation is brought back near 1.
 // The Controller's limit is the worker's, and the header never reaches a
 // client.
 func TestAdaptiveWorkerFollowsItsSaturation(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newRig(t, proxy.Options{}, admission.Options{QueueSize: 100, QueueTimeout: 10 * time.Second})
 		w, _ := g.adaptiveWorker(16)
-		if e := endpointStats(t, g); e.Limit != 1 || !e.Adaptive || e.Saturation != -1 {
-			t.Fatalf("new adaptive worker: got %+v, want limit 1, adaptive, no saturation", e)
+		if e := endpointStats(t, g); e.Limit != 4 || !e.Adaptive || e.Saturation != -1 {
+			t.Fatalf("new adaptive worker: got %+v, want limit 4, adaptive, no saturation", e)
 		}
 		leaked := g.clients(12, 2*time.Second, "/sleep?d=50ms&sat=0.05")
 		e := endpointStats(t, g)
@@ -74,6 +74,45 @@ func TestAdaptiveWorkerFollowsItsSaturation(t *testing.T) {
 		}
 		if len(leaked) > 0 {
 			t.Errorf("clients saw %s: %q", proxy.HeaderSaturation, leaked[:1])
+		}
+	})
+}
+
+// The first adaptive worker starts at four requests at once (its
+// concurrency, if lower); one added beside adaptive workers starts at the
+// mean of their limits, as a worker restarted in a rolling deploy takes
+// its predecessor's share at once.
+func TestAdaptiveWorkerFirstLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newRig(t, proxy.Options{}, admission.Options{QueueSize: 100, QueueTimeout: 10 * time.Second})
+		g.adaptiveWorker(16)
+		if e := g.p.Stats().Endpoints[0]; e.Limit != 4 {
+			t.Fatalf("the first adaptive worker: got limit %d, want 4", e.Limit)
+		}
+		g.clients(12, time.Second, "/sleep?d=50ms&sat=0.05")
+		first := g.p.Stats().Endpoints[0].Limit
+		if first <= 4 {
+			t.Fatalf("idle loop, 12 clients: got limit %d, want above 4", first)
+		}
+		g.adaptiveWorker(64)
+		if e := g.p.Stats().Endpoints[1]; e.Limit != first {
+			t.Errorf("a worker added beside one at %d: got limit %d, want %d", first, e.Limit, first)
+		}
+
+		// A renderer that takes one at a time (its loop saturated, each
+		// request using it for all of its 20 ms) comes down within a
+		// second of load.
+		g = newRig(t, proxy.Options{}, admission.Options{QueueSize: 100, QueueTimeout: 10 * time.Second})
+		w, _ := g.adaptiveWorker(16)
+		g.clients(8, time.Second, "/sleep?d=20ms&sat=0.99")
+		if e := g.p.Stats().Endpoints[0]; e.Limit > 1 || w.peak.Load() > 4 {
+			t.Errorf("a CPU-bound worker after a second at 8 clients: got limit %d, peak %d; want 1, at most 4", e.Limit, w.peak.Load())
+		}
+
+		g = newRig(t, proxy.Options{}, admission.Options{})
+		g.adaptiveWorker(2)
+		if e := g.p.Stats().Endpoints[0]; e.Limit != 2 {
+			t.Errorf("the first adaptive worker, at most 2: got limit %d, want 2", e.Limit)
 		}
 	})
 }
@@ -105,7 +144,7 @@ func TestFixedWorkerIgnoresReports(t *testing.T) {
 	})
 }
 
-// rampBurst offers a fresh adaptive worker (its limit at 1, up to 64) 400
+// rampBurst offers a fresh adaptive worker (its limit at 4, up to 64) 400
 // requests a second for a second, each waiting 60 ms on an idle event
 // loop: far below what the worker serves once its limit has doubled to
 // 32, far above what its first slots do. It returns the requests shed and
@@ -129,7 +168,7 @@ func rampBurst(t *testing.T) (shed int, st admission.Stats) {
 	return shed, st
 }
 
-// A worker started into traffic ramps its limit from 1 while the queue
+// A worker started into traffic ramps its limit from 4 while the queue
 // holds what its few slots cannot take yet: the Controller tolerates the
 // wait (up to half a second) while the limit doubles, and serves the
 // backlog as the limit catches up, instead of CoDel shedding it.
@@ -137,7 +176,7 @@ func TestRampIsQueuedThrough(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		shed, st := rampBurst(t)
 		if shed != 0 || st.Shed.Total() != 0 {
-			t.Errorf("a worker ramping from 1 under 400/s: %d requests failed, sheds %v; want every one served", shed, st.Shed)
+			t.Errorf("a worker ramping from 4 under 400/s: %d requests failed, sheds %v; want every one served", shed, st.Shed)
 		}
 		if st.TolerateBound != 500*time.Millisecond || st.TolerateUntil.IsZero() {
 			t.Errorf("got tolerance %v until %v, want 500ms while the limit doubled", st.TolerateBound, st.TolerateUntil)
