@@ -328,7 +328,9 @@ type demoRamp struct {
 // run left queued in them (renders whose clients gave up), which would
 // slow the next.
 //
-// The windows measured after a step are those before the next. When they
+// The windows measured after a step are those before the next; when no
+// render ended in most of them, they met a stall and are measured again,
+// once (a CI run's neighbours took a worker's CPU for a second). When they
 // show that the workers' capacity fell during the step (fellNote), the
 // step compared the systems on a machine that changed under it: it is run
 // again, once, set against the capacity those windows measured (not the
@@ -383,6 +385,15 @@ func (r *demoRamp) run(ctx context.Context, stderr io.Writer) ([]demoStep, error
 			rates, err := measure(stepWindows)
 			if err != nil {
 				return nil, err
+			}
+			if quantile(rates, 0.5) <= 0 {
+				// No render ended in most windows, though the workers
+				// were idle when they began: a stall (other processes
+				// took the workers' CPU), which says nothing of their
+				// capacity. Measured again, once.
+				if rates, err = measure(stepWindows); err != nil {
+					return nil, err
+				}
 			}
 			st.after = quantile(rates, 0.5)
 			fell, slowed := fellNote(st) != "", slowNote(st, r.f.cpu) != ""

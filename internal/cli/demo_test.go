@@ -192,6 +192,34 @@ func TestDemoRerunsAStepWhoseCapacityFell(t *testing.T) {
 	}
 }
 
+// Windows after a step in most of which no render ended met a stall, not
+// the workers' capacity: they are measured again, once, and the step's
+// capacity after it is the second set's.
+func TestDemoMeasuresAgainAfterAStall(t *testing.T) {
+	script := [][]float64{
+		{100, 100, 100, 100, 100, 100, 100, 100}, // before 0.5x
+		{0, 0, 0, 100},                           // after 0.5x: a stall
+		{100, 100, 100, 100},                     // after 0.5x, again
+		{100, 100, 100, 100},                     // after 2x
+	}
+	var asked int
+	steps, _ := runScriptedRamp(t, &demoFlags{loads: []float64{0.5, 2}, step: time.Second},
+		func(n int) []float64 {
+			if asked >= len(script) || len(script[asked]) != n {
+				t.Fatalf("windows call %d asked for %d windows; script has %v", asked, n, script)
+			}
+			asked++
+			return script[asked-1]
+		},
+		func(*demoStep) {})
+	if asked != len(script) {
+		t.Errorf("windows asked %d times, want %d", asked, len(script))
+	}
+	if len(steps) != 2 || steps[0].after != 100 || steps[0].rerun != nil {
+		t.Fatalf("%d steps, the first's capacity after %v, run again %v; want 2, 100/s, no", len(steps), steps[0].after, steps[0].rerun != nil)
+	}
+}
+
 // A step past capacity whose windows after show the capacity held, but in
 // whose sluice turn the workers' renders took a tenth longer than their
 // work and its goodput fell short, is run again once, at the same
