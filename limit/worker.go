@@ -568,8 +568,8 @@ func (w *Worker) saturationRule(now time.Time, elapsed time.Duration, l, peak in
 		// async Node workers on one core each wait for the other's turns
 		// as their load grows, and by square-root steps they took
 		// 0.55-0.65 s to climb from 14 to 40 against 0.2-0.25 s so (a
-		// fresh front, shedding what arrived meanwhile). Only slow start proper
-		// grows with completions (ack).
+		// fresh front, shedding what arrived meanwhile). Only slow start
+		// proper grows with completions (ack).
 		if slow || !w.ramped && w.nearBaseline(rtt, workerTolerance) {
 			// At least double the limit the window started at: its
 			// completions may have raised it already.
