@@ -99,9 +99,9 @@ func TestAdaptiveWorkerFirstLimit(t *testing.T) {
 			t.Errorf("a worker added beside one at %d: got limit %d, want %d", first, e.Limit, first)
 		}
 
-		// A renderer that takes one at a time (its loop saturated, each
-		// request using it for all of its 20 ms) comes down within a
-		// second of load.
+		// A worker whose every response reports its loop saturated
+		// (0.99), as a renderer that takes one at a time does, comes down
+		// to 1 within a second of load, holding at most its first 4.
 		g = newRig(t, proxy.Options{}, admission.Options{QueueSize: 100, QueueTimeout: 10 * time.Second})
 		w, _ := g.adaptiveWorker(16)
 		g.clients(8, time.Second, "/sleep?d=20ms&sat=0.99")
