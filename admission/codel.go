@@ -11,8 +11,12 @@ const (
 	standingDepth = 12
 
 	// calmSojourn is the least sojourn judged standing while the
-	// Controller is not overloaded (see codel).
+	// Controller is not overloaded, and the most while it is (see codel).
 	calmSojourn = 250 * time.Millisecond
+
+	// calmLongest bounds the wait of a request served while the Controller
+	// is not overloaded: a hand-tuned HAProxy's queue timeout (see codel).
+	calmLongest = 500 * time.Millisecond
 
 	// A regime window makes the Controller overloaded when more than
 	// shedShare of its arrivals were shed for overload, or more than
@@ -103,6 +107,19 @@ func codelFloor(service time.Duration, slots int64) time.Duration {
 // end. A window lasts at least 100 ms and until 16 requests have arrived
 // in it. Otherwise, calm, a queue is judged standing only once its
 // sojourn passes calmSojourn (250 ms), or the floor if that is longer.
+//
+// Both are bounded. Twelve requests are a long wait where renders are
+// slow: two renderers of 150 ms sharing a core (300 ms a render) have a
+// floor of 1.8 s, and it grows with the service time it measures. Clients
+// give up long before (a second in the suite; a person sooner), and a
+// request served after its client left is a render thrown away: at 2x,
+// sluice answered 0.5-1.2 requests/s in time where HAProxy, with its
+// 500 ms queue, answered 8. So, overloaded, the floor is at most
+// calmSojourn; calm, a queue is judged standing at most calmLongest
+// (500 ms, a hand-tuned HAProxy's queue timeout) less an interval, so
+// that the requests it serves have waited no longer than HAProxy's.
+// Where the floor is under 250 ms (a service time under about 40 ms on
+// two renderers, every async worker measured) neither bound binds.
 //
 // A queue grows when more arrives than the slots admit, and that has two
 // causes: arrivals surged, or the slots slowed (a stall). Only the first is
@@ -234,13 +251,15 @@ func (c *codel) roll(now time.Time, arrivals, admitted, sheds uint64, queued int
 }
 
 // judged returns the sojourn past which a queue is standing, given the
-// floor the Controller measured: the floor under overload, at least
-// calmSojourn otherwise.
+// floor the Controller measured: under overload the floor, at most
+// calmSojourn; otherwise the floor, at least calmSojourn and at most
+// calmLongest less an interval (a queue judged standing is shed only an
+// interval later).
 func (c *codel) judged(floor time.Duration) time.Duration {
 	if c.overloaded {
-		return floor
+		return min(floor, calmSojourn)
 	}
-	return max(floor, calmSojourn)
+	return max(min(floor, calmLongest-c.interval), calmSojourn)
 }
 
 // shouldDrop records the sojourn of the request CoDel would shed, judged

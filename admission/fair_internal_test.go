@@ -125,16 +125,22 @@ func TestCoDelFloor(t *testing.T) {
 // window's arrivals were shed for overload, or more than two fifths were
 // not admitted in it (shed, or left queued); calm again after a window
 // under both. A window with fewer than 16 arrivals goes on. Calm, a
-// queue is standing only past calmSojourn (or the floor if longer);
-// overloaded, past the floor.
+// queue is standing only past calmSojourn (or the floor if longer, up to
+// calmLongest less an interval); overloaded, past the floor (at most
+// calmSojourn).
 func TestCoDelRegime(t *testing.T) {
 	const floor = 40 * time.Millisecond
 	c := &codel{target: 5 * time.Millisecond, interval: 100 * time.Millisecond}
 	if got := c.judged(floor); got != calmSojourn {
 		t.Fatalf("before any window: judged %v, want calm %v", got, calmSojourn)
 	}
-	if got := c.judged(time.Second); got != time.Second {
+	if got := c.judged(300 * time.Millisecond); got != 300*time.Millisecond {
 		t.Errorf("calm with a floor above calmSojourn: judged %v, want the floor", got)
+	}
+	// However slow the service, a request served calm waits at most
+	// calmLongest: judged standing an interval before it.
+	if got, want := c.judged(2*time.Second), calmLongest-c.interval; got != want {
+		t.Errorf("calm with a floor of 2 s: judged %v, want %v", got, want)
 	}
 	steps := []struct {
 		name       string
@@ -206,6 +212,10 @@ func TestCoDelRegime(t *testing.T) {
 	c.roll(now, arrivals+40, 0, sheds+30, queued, 0)
 	if got := c.judged(floor); got != floor {
 		t.Errorf("after the step back, 30 of 40 shed: judged %v, want overloaded", got)
+	}
+	// Overloaded, the floor stands a queue at most calmSojourn.
+	if got := c.judged(2 * time.Second); got != calmSojourn {
+		t.Errorf("overloaded with a floor of 2 s: judged %v, want %v", got, calmSojourn)
 	}
 }
 
