@@ -236,3 +236,40 @@ func TestLookaheadKeptWithoutContention(t *testing.T) {
 		}
 	})
 }
+
+// A worker whose requests hold their slot 100 ms or more, smoothed, has
+// no lookahead: the request ahead would wait a whole render where no
+// queue bound sees it. It has it again once they take under 60 ms, and
+// not before.
+func TestLookaheadOffForSlowRenders(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newRig(t, proxy.Options{Lookahead: 1}, admission.Options{QueueSize: 10})
+		g.worker(1)
+		limit := func() int { return g.c.Stats().Limit }
+		if got := limit(); got != 2 {
+			t.Fatalf("Controller's limit %d before any request, want the worker's 1 and 1 ahead", got)
+		}
+		get := func(d string) {
+			t.Helper()
+			if code, _ := g.get("/sleep?d=" + d).result(); code != 200 {
+				t.Fatalf("got %d, want 200", code)
+			}
+		}
+		get("150ms")
+		if got := limit(); got != 1 {
+			t.Errorf("after a request of 150 ms: Controller's limit %d, want 1 (no lookahead)", got)
+		}
+		for range 3 {
+			get("80ms") // smoothed: 132, 119, 109 ms
+		}
+		if got := limit(); got != 1 {
+			t.Errorf("after requests of 80 ms: Controller's limit %d, want 1 (not yet under 60 ms)", got)
+		}
+		for range 10 {
+			get("10ms")
+		}
+		if got := limit(); got != 2 {
+			t.Errorf("after requests of 10 ms: Controller's limit %d, want 2 (the lookahead back)", got)
+		}
+	})
+}

@@ -188,7 +188,9 @@ type Options struct {
 	// wait for that request, and it cannot go to another worker that frees
 	// first. A worker whose WorkerDemand meter finds its CPU contended
 	// (a ContentionMeter; see pool.go) has none meanwhile: another
-	// process fills its gap. Zero means DefaultLookahead; negative means
+	// process fills its gap. Nor has a worker whose requests take 100 ms
+	// or more: the gap is then under 3% of a render, and the request
+	// ahead waits a whole one. Zero means DefaultLookahead; negative means
 	// none: a request goes only to a worker below its limit.
 	Lookahead int
 	// StreamIdleTimeout bounds the silence of a worker's streamed response

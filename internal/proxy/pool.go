@@ -36,8 +36,9 @@ type endpoint struct {
 	// Guarded by pool.mu.
 	outstanding int
 	limit       int           // requests it may hold now: Concurrency, or wl's
-	ahead       int           // requests it may hold beyond limit: pool.ahead, or 0 while contended
+	ahead       int           // requests it may hold beyond limit: pool.ahead, or 0 while contended or slow
 	contention  float64       // the smoothed share of its runnable time it waited for a CPU; -1: unknown
+	service     time.Duration // the smoothed time its answered requests held a slot; 0 before the first
 	wl          *limit.Worker // nil: the limit is fixed at Concurrency
 	lastSat     float64       // the last saturation it reported; -1: none
 	satSource   string        // where lastSat came from: "worker" or "kernel"
@@ -120,6 +121,21 @@ const (
 	contendedOff     = 0.25
 	contendedOn      = 0.15
 	contentionWeight = 0.25 // of a new reading in the smoothed share
+)
+
+// The gap a lookahead fills is a round trip through the front, 0.2 to
+// 3 ms: worth 2 to 20% of a 15 ms render, under 3% of a 100 ms one. Its
+// cost grows the other way: the request ahead waits a whole render in the
+// worker, where no queue bound sees it (CoDel judges the front's queue),
+// and a client of a second gets its answer a render later (two renderers
+// of 150 ms sharing a core: a served request waited up to 300 ms more
+// than the front's bound). So a worker whose answered requests held their
+// slot slowAheadOff or longer, smoothed, has no lookahead until that falls
+// under slowAheadOn.
+const (
+	slowAheadOff  = 100 * time.Millisecond
+	slowAheadOn   = 60 * time.Millisecond
+	serviceWeight = 0.25 // of a new request's time in the smoothed one
 )
 
 // pool is the set of endpoints and their slots. An endpoint has its limit's
@@ -350,6 +366,14 @@ func (p *pool) complete(e *endpoint, c completion) {
 	if r.contended {
 		p.contendLocked(e, r.contention)
 	}
+	if c.done && c.rtt > 0 {
+		if e.service == 0 {
+			e.service = c.rtt
+		} else {
+			e.service += time.Duration(serviceWeight * float64(c.rtt-e.service))
+		}
+		p.setAheadLocked(e)
+	}
 	if e.wl != nil {
 		e.wl.Occupy(now, e.rendering())
 		switch {
@@ -398,11 +422,20 @@ func (p *pool) contendLocked(e *endpoint, c float64) {
 	} else {
 		e.contention += contentionWeight * (c - e.contention)
 	}
+	p.setAheadLocked(e)
+}
+
+// setAheadLocked gives or withdraws e's lookahead by its contention (see
+// contendedOff) and its service time (see slowAheadOff): none while either
+// is past its upper bound, the pool's once both are under their lower
+// ones. A slot it gives is granted by complete, its caller.
+// REQUIRES p.mu held.
+func (p *pool) setAheadLocked(e *endpoint) {
 	ahead := e.ahead
 	switch {
-	case e.contention >= contendedOff:
+	case e.contention >= contendedOff || e.service >= slowAheadOff:
 		ahead = 0
-	case e.contention < contendedOn:
+	case e.contention < contendedOn && e.service < slowAheadOn:
 		ahead = p.ahead
 	}
 	if ahead == e.ahead {
@@ -459,7 +492,7 @@ func (p *pool) add(e *endpoint) bool {
 	}
 	e.routable = true
 	e.limit, e.lastSat = e.Concurrency, -1
-	e.ahead, e.contention = p.ahead, -1
+	e.ahead, e.contention, e.service = p.ahead, -1, 0
 	if e.Adaptive {
 		e.limit = p.startLimitLocked(e.Concurrency)
 		wl, err := limit.NewWorker(e.added, limit.WorkerOptions{Initial: e.limit, Max: e.Concurrency,

@@ -16,7 +16,7 @@ type Stats struct {
 	Slots int `json:"slots"`
 	// Ahead is the number of requests the routable workers may hold
 	// beyond Slots, waiting in a busy worker: the sum of their
-	// EndpointStats.Lookahead (Options.Lookahead each, 0 while contended).
+	// EndpointStats.Lookahead (Options.Lookahead each, 0 while contended or slow).
 	Ahead int `json:"ahead"`
 	// Outstanding is the number of slots taken, on every endpoint.
 	Outstanding int `json:"outstanding"`
@@ -115,7 +115,8 @@ type EndpointStats struct {
 	SaturationSource string  `json:"saturationSource,omitempty"`
 	BadReports       uint64  `json:"badReports"`
 	// Lookahead is how many requests it may hold beyond Limit now
-	// (Options.Lookahead, or 0 while its CPU is contended), Contention
+	// (Options.Lookahead, or 0 while its CPU is contended or its requests
+	// take 100 ms or more: see slowAheadOff), Contention
 	// the smoothed share of the time its main thread was runnable that it
 	// waited for a CPU, -1 when not measured (see ContentionMeter).
 	Lookahead   int       `json:"lookahead"`
