@@ -126,6 +126,48 @@ func TestSaturationMeter(t *testing.T) {
 	}
 }
 
+// A worker's first request, or the first after a pause in traffic: the
+// meter was last read seconds ago. The response of a 150 ms render must
+// read that render (1), not the render diluted in the idle stretch before
+// it (150 ms in 3.15 s, 0.048), or the front raises the limit of a worker
+// that is already saturated. The handler advances a fake clock and the
+// busy time as a render would.
+func TestSaturationAfterIdle(t *testing.T) {
+	start := time.Unix(0, 0)
+	now := start
+	var busy int64
+	m := &saturationMeter{busy: func() int64 { return busy }, at: start, window: 100 * time.Millisecond}
+	h := reportSaturation(m, func() time.Time { return now }, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		d, err := time.ParseDuration(r.URL.Query().Get("render"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		now = now.Add(d)
+		busy += int64(d)
+		w.Write([]byte("done"))
+	}))
+	get := func(render string) string {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/?render="+render, nil))
+		return rec.Header().Get("Sluice-Saturation")
+	}
+
+	now = now.Add(3 * time.Second)
+	if got := get("150ms"); got != "1.000" {
+		t.Fatalf("a 150ms render after 3s idle: got %s, want 1.000", got)
+	}
+	now = now.Add(10 * time.Millisecond)
+	if got := get("0s"); got != "1.000" {
+		t.Fatalf("the next request, within the window: got %s, want the render's window, 1.000", got)
+	}
+	// Shorter than the window: the idle stretch closed at the request's
+	// arrival read 0, so the response reads the share since then.
+	now = now.Add(5 * time.Second)
+	if got := get("50ms"); got != "1.000" {
+		t.Fatalf("a 50ms render after a 5s pause: got %s, want 1.000", got)
+	}
+}
+
 func TestWorkerReportsSaturation(t *testing.T) {
 	h := WorkerHandler(&App{Work: NewWork(100)})
 	rec := httptest.NewRecorder()

@@ -36,14 +36,32 @@ func WorkerHandler(app *App) http.Handler {
 	mux.Handle(StatsPath, app.StatsHandler())
 	mux.HandleFunc(ReadyPath, func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ready\n")) })
 	m := &saturationMeter{busy: app.busy.Load, at: time.Now(), window: 100 * time.Millisecond}
-	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		app.ServeHTTP(&reportingWriter{ResponseWriter: w, m: m}, r)
-	}))
+	mux.Handle("/", reportSaturation(m, time.Now, app))
 	return mux
 }
 
+// reportSaturation serves h with Sluice-Saturation, m's reading at now(),
+// on every response, and reads m when each request arrives as well.
+//
+// m is read lazily, so after an idle stretch (a worker's first request, or
+// a pause in traffic) its interval spans the whole stretch, and a response
+// read only at the end of a 150 ms render would report that render diluted
+// in seconds of idling: 0.05 rather than 1. The front then took the worker
+// for an idle one and raised its limit (from 4 to 5 and 8 on two workers
+// rendering one request at a time, whose requests then interleaved and
+// took over a second). Read at the request's start, an interval that is
+// already a full window closes then, so the response's reading covers the
+// time since the request began.
+func reportSaturation(m *saturationMeter, now func() time.Time, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		m.read(now())
+		h.ServeHTTP(&reportingWriter{ResponseWriter: w, m: m, now: now}, r)
+	})
+}
+
 // saturationMeter measures the busy share of the worker over the last
-// interval of at least window, lazily, when a response is written.
+// interval of at least window, lazily, when a request arrives and when its
+// response is written (see reportSaturation).
 type saturationMeter struct {
 	busy   func() int64 // nanoseconds busy, ever
 	window time.Duration
@@ -58,6 +76,14 @@ type saturationMeter struct {
 func (m *saturationMeter) read(now time.Time) float64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	// A full window closes the interval: its share is the reading, and
+	// the next interval starts now. Short of a window, the reading is the
+	// last full window's, unless that read 0 (or there was none yet, at
+	// the worker's start): then it is the share since that window closed,
+	// and the interval stays open. Since a request's arrival closes an
+	// idle stretch, which reads 0 as no render finished in it, a render
+	// shorter than the window after an idle stretch reports its own share
+	// at its response rather than the stretch's 0.
 	if d := now.Sub(m.at); d >= m.window || m.last == 0 && d > 0 {
 		b := m.busy()
 		m.last = min(max(float64(b-m.atBusy)/float64(d), 0), 1)
@@ -73,13 +99,14 @@ func (m *saturationMeter) read(now time.Time) float64 {
 type reportingWriter struct {
 	http.ResponseWriter
 	m    *saturationMeter
+	now  func() time.Time
 	done bool
 }
 
 func (w *reportingWriter) report() {
 	if !w.done {
 		w.done = true
-		w.Header().Set("Sluice-Saturation", strconv.FormatFloat(w.m.read(time.Now()), 'f', 3, 64))
+		w.Header().Set("Sluice-Saturation", strconv.FormatFloat(w.m.read(w.now()), 'f', 3, 64))
 	}
 }
 

@@ -28,7 +28,11 @@ declare module 'node:http' {
 }
 
 export interface Meter {
-  /** The event loop's utilization in [0, 1] over the latest interval of at least windowMs. */
+  /**
+   * The event loop's utilization in [0, 1] over the latest interval of at least windowMs.
+   * A read closes an interval that has reached windowMs; wrap() and attach() read the meter
+   * when a request arrives as well as when its response's headers are written.
+   */
   read(): number;
   readonly windowMs: number;
 }

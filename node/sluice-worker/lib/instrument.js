@@ -1,7 +1,8 @@
 'use strict';
-// Per request: answer readiness, give the handler req.sluice, and stamp
-// Sluice-Saturation (and, while draining, Connection: close) on the
-// response when its headers are written.
+// Per request: read the saturation meter as the request arrives, answer
+// readiness, give the handler req.sluice, and stamp Sluice-Saturation (and,
+// while draining, Connection: close) on the response when its headers are
+// written.
 
 const { createMeter, format, DEFAULT_WINDOW_MS } = require('./meter');
 const { requestInfo } = require('./request');
@@ -56,6 +57,18 @@ function createInstrument(options = {}) {
   return function instrument(req, res, state) {
     if (req[instrumented]) return false;
     req[instrumented] = true;
+    // Read the meter as the request arrives, not only when a response is
+    // written. The meter is read lazily, so after an idle stretch (a
+    // worker's first request, or a pause in traffic) its interval spans
+    // the whole stretch, and a response read only at the end of a 150 ms
+    // synchronous render would report that render diluted in seconds of
+    // idling: 0.05 rather than 1. The front then took the worker for an
+    // idle one and raised its limit (from 4 to 5 and 8 on two workers
+    // rendering one request at a time, whose requests then interleaved
+    // and took over a second). Read here, an interval that is already a
+    // full window closes now, so the response's reading covers the time
+    // since the request began. It is one more eventLoopUtilization() call.
+    meter.read();
     // Set before the handler runs, so that it can still change them.
     for (const [name, value] of headers) res.setHeader(name, value);
     hookWriteHead(res, meter, state);

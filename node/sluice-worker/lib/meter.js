@@ -10,6 +10,10 @@ const DEFAULT_WINDOW_MS = 100;
 
 // createMeter returns a meter whose read() is the loop's utilization in
 // [0, 1]. Each read costs one eventLoopUtilization() call and a division.
+// A read also closes an interval that has reached windowMs, which is why
+// wrap() and attach() read the meter when a request arrives as well as
+// when its response is written: otherwise the interval a response reads
+// after an idle stretch spans the whole stretch (see instrument.js).
 //
 // The interval is measured on ELU's own clock (idle + active is the time
 // since the loop started), so the meter needs no second clock, and a test

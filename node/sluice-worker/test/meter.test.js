@@ -78,3 +78,53 @@ test('meter: a busy loop reads high, an idle one low', { timeout: 20_000 }, asyn
   const after = Number((await request(port, '/')).headers['sluice-saturation']);
   assert.ok(after > 0.75, `the request after it, within the window: got ${after}, want > 0.75`);
 });
+
+// A worker's first request, or the first after a pause in traffic: the
+// meter was last read seconds ago. The response of a 150 ms synchronous
+// render must read that render (1), not the render diluted in the idle
+// stretch before it (150 / 3150 = 0.048), or the front raises the limit of
+// a worker that is already saturated. A real server, on a fake loop that
+// the handler advances, so the numbers are exact.
+for (const [how, make] of [
+  ['wrap', (handler, meter) => http.createServer(sluice.wrap(handler, { meter }))],
+  ['attach', (handler, meter) => sluice.attach(http.createServer(handler), { meter, signals: false, log: false })],
+]) {
+  test(`meter: the first response after an idle stretch reads its own render, with a fake loop (${how})`, async (t) => {
+    const loop = fakeLoop();
+    const meter = createMeter({ windowMs: 100, eventLoopUtilization: loop.elu });
+    const server = make((req, res) => {
+      loop.busy(Number(new URL(req.url, 'http://worker').searchParams.get('busy')));
+      res.end('done');
+    }, meter);
+    const port = await listening(server);
+    t.after(() => close(server));
+
+    loop.idle(3000);
+    const first = (await request(port, '/?busy=150')).headers['sluice-saturation'];
+    assert.equal(first, '1.000', 'a 150 ms render after 3 s idle');
+
+    loop.idle(10);
+    const next = (await request(port, '/?busy=0')).headers['sluice-saturation'];
+    assert.equal(next, '1.000', 'the next request, within the window: the render\'s window still');
+
+    loop.idle(5000);
+    const again = (await request(port, '/?busy=150')).headers['sluice-saturation'];
+    assert.equal(again, '1.000', 'a 150 ms render after a 5 s pause in traffic');
+  });
+}
+
+// The same on the real loop. The waiting is the idle stretch being
+// measured, not a synchronisation.
+test('meter: the first response after an idle stretch reads its own render, on the real loop', { timeout: 20_000 }, async (t) => {
+  const meter = createMeter({ windowMs: 100 });
+  const server = http.createServer(sluice.wrap((req, res) => {
+    spin(200);
+    res.end('done');
+  }, { meter }));
+  const port = await listening(server);
+  t.after(() => close(server));
+
+  await delay(500);
+  const busy = Number((await request(port, '/')).headers['sluice-saturation']);
+  assert.ok(busy > 0.75, `a 200 ms synchronous render after 500 ms idle: got ${busy}, want > 0.75`);
+});
