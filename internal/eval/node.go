@@ -59,6 +59,9 @@ type NodeWorkload struct {
 	// Items is BENCH_PAGE_ITEMS for the workers: cards per page; 0 keeps
 	// the example's 200.
 	Items int
+	// Renders is BENCH_RENDERS for the workers: each page rendered that
+	// many times over (a heavier page); 0 or 1 renders it once.
+	Renders int
 	// IOWait is the wait each request makes before it renders; 0 for a
 	// CPU-bound workload.
 	IOWait time.Duration
@@ -203,7 +206,8 @@ var nodeCounters []byte
 // StartNodeWorkers starts n Node.js workers (nodeBin script, with
 // internal/eval/node/counters.js preloaded, written to logDir) on free ports of
 // 127.0.0.1, for workload w (BENCH_PAGE_ITEMS=w.Items when w.Items > 0,
-// BENCH_NO_SATURATION=1 when w.Quiet), and waits until each answers
+// BENCH_RENDERS=w.Renders when above 1, BENCH_NO_SATURATION=1 when
+// w.Quiet), and waits until each answers
 // readyPath. Their output goes to logDir/node-worker-N.log. They run on
 // l's worker CPUs.
 func StartNodeWorkers(ctx context.Context, nodeBin, script string, n int, w NodeWorkload, readyPath, logDir string, l Layout) (*Pool, error) {
@@ -221,6 +225,9 @@ func StartNodeWorkers(ctx context.Context, nodeBin, script string, n int, w Node
 		env := []string{"PORT=" + strconv.Itoa(port), "NODE_ENV=production"}
 		if w.Items > 0 {
 			env = append(env, "BENCH_PAGE_ITEMS="+strconv.Itoa(w.Items))
+		}
+		if w.Renders > 1 {
+			env = append(env, "BENCH_RENDERS="+strconv.Itoa(w.Renders))
 		}
 		if w.Quiet {
 			env = append(env, "BENCH_NO_SATURATION=1")

@@ -294,13 +294,14 @@ func TestHAProxyConfigMaxConn(t *testing.T) {
 // TestNodeCounters starts the example's real worker with the suite's
 // preload, when node and the example's dependencies are there: the stats
 // path counts renders and requests, BENCH_PAGE_ITEMS shrinks the page,
-// BENCH_NO_SATURATION drops the saturation report.
+// BENCH_RENDERS renders it more than once, BENCH_NO_SATURATION drops the
+// saturation report.
 func TestNodeCounters(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Skip("node not on PATH")
 	}
-	script, err := filepath.Abs(filepath.Join("..", DefaultNodeWorker))
+	script, err := filepath.Abs(filepath.Join("..", "..", DefaultNodeWorker))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,6 +346,22 @@ func TestNodeCounters(t *testing.T) {
 	}
 	if st, err := pool.Stats(ctx); err != nil || warmed != 1 || st.Rendered != 1 {
 		t.Errorf("after Restart: got %d warm-ups, stats %+v (%v); want 1 warm-up and its one render in a fresh count", warmed, st, err)
+	}
+
+	heavy, err := StartNodeWorkers(ctx, node, script, 1, NodeWorkload{Items: 3, Renders: 4}, NodeReadyPath, t.TempDir(), Layout{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer heavy.Stop()
+	page.Reset()
+	if status, err := get(ctx, c, "http://"+heavy.Addrs[0]+"/?page=2", &page); err != nil || status != 200 {
+		t.Fatalf("BENCH_RENDERS=4: GET /?page=2: got %d, %v; want 200", status, err)
+	}
+	if n := strings.Count(page.String(), "<article"); n != 3 {
+		t.Errorf("BENCH_RENDERS=4: got %d listing cards, want one page of 3", n)
+	}
+	if st, err := heavy.Stats(ctx); err != nil || st.Rendered != 4 {
+		t.Errorf("BENCH_RENDERS=4: stats %+v (%v), want 4 renders for the one request", st, err)
 	}
 
 	quiet, err := StartNodeWorkers(ctx, node, script, 1, NodeWorkload{Quiet: true}, NodeReadyPath, t.TempDir(), Layout{})

@@ -167,6 +167,9 @@ func nodeDescription(info NodeInfo) string {
 	if info.Items > 0 {
 		page = fmt.Sprintf("a page of %d listing cards (BENCH_PAGE_ITEMS)", info.Items)
 	}
+	if info.Renders > 1 {
+		page += fmt.Sprintf(", rendered %d times a request (BENCH_RENDERS)", info.Renders)
+	}
 	wait := ""
 	if info.IOWait > 0 {
 		wait = fmt.Sprintf(", after a %v wait on a timer (the data fetch)", info.IOWait)

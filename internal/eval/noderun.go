@@ -23,7 +23,8 @@ type NodeInfo struct {
 	Worker   string        `json:"worker"` // the script, as started
 	Node     string        `json:"node"`   // node --version
 	Query    string        `json:"query"`
-	Items    int           `json:"page_items,omitempty"` // BENCH_PAGE_ITEMS; 0: the example's 200
+	Items    int           `json:"page_items,omitempty"`   // BENCH_PAGE_ITEMS; 0: the example's 200
+	Renders  int           `json:"page_renders,omitempty"` // BENCH_RENDERS; 0: once
 	IOWait   time.Duration `json:"io_wait_ns,omitempty"`
 	Workers  int           `json:"workers"`
 	// Capacity is what the workers served closed-loop, straight, with
@@ -63,6 +64,9 @@ func (s *Suite) nodeScenario(ctx context.Context, w NodeWorkload) error {
 	if (w.Scenario == ScenarioNodeReact || w.Scenario == ScenarioNodeReactQuiet) && s.o.NodeReactItems != 0 {
 		w.Items = max(s.o.NodeReactItems, 0)
 	}
+	if w.Scenario == ScenarioNodeReact || w.Scenario == ScenarioNodeReactQuiet {
+		w.Renders = s.o.NodeReactRenders
+	}
 	dir := filepath.Join(s.o.WorkDir, w.Scenario)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -76,7 +80,7 @@ func (s *Suite) nodeScenario(ctx context.Context, w NodeWorkload) error {
 	defer func() { s.stopNode(pool, fronts) }()
 
 	info := NodeInfo{Scenario: w.Scenario, Worker: s.o.NodeWorker, Node: ToolVersion(s.o.NodeBin, "--version"),
-		Query: w.Query, Items: w.Items, IOWait: w.IOWait, Workers: len(pool.Addrs),
+		Query: w.Query, Items: w.Items, Renders: w.Renders, IOWait: w.IOWait, Workers: len(pool.Addrs),
 		CapacityClients: w.CapacityClients, Fixed: w.Fixed, P99Target: w.P99Target}
 	if err := s.nodeCapacity(ctx, w, pool, &info); err != nil {
 		return err

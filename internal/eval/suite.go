@@ -117,6 +117,9 @@ type Options struct {
 	// NodeReactItems is the listing cards of scenario node-react's page:
 	// 0 means NodeReactItems, negative the example's whole page (200).
 	NodeReactItems int
+	// NodeReactRenders renders scenario node-react's page that many times
+	// a request (BENCH_RENDERS): a heavier render; 0 or 1 once.
+	NodeReactRenders int
 	// HopRate is scenario hop-cpu's fixed offered rate, requests per
 	// second; 0 means HopCPURate. On a machine busy with other work an
 	// open loop near the fronts' capacity collapses into timeouts: a

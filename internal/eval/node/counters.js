@@ -12,6 +12,11 @@
 // instead of the example's 200: the async workload's small page (a ~2 ms
 // render after its I/O wait), which worker.js has no query parameter for.
 //
+// With BENCH_RENDERS=N (1..50) each page is rendered N times over, the
+// last render returned: a heavier page than the example's whole one (N
+// times its CPU) with the same markup, for render costs of a hundred
+// milliseconds and more. Each render counts in "rendered".
+//
 // With BENCH_NO_SATURATION=1 the worker's Sluice-Saturation header is
 // dropped before it is written: a worker that reports nothing, as one not
 // run by sluice-worker, whose limit sluice finds from its throughput alone.
@@ -36,9 +41,13 @@ let peak = 0;
 // react-dom/server, after this preload: it gets the counting one.
 const server = load('react-dom/server');
 const renderToString = server.renderToString;
+const renders = Math.min(Math.max(Number.parseInt(process.env.BENCH_RENDERS || '1', 10) || 1, 1), 50);
 server.renderToString = function countedRenderToString() {
-  const html = renderToString.apply(this, arguments);
-  rendered++;
+  let html;
+  for (let i = 0; i < renders; i++) {
+    html = renderToString.apply(this, arguments);
+    rendered++;
+  }
   return html;
 };
 

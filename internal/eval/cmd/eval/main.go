@@ -97,6 +97,7 @@ func newSuiteFlagSet(stderr io.Writer) (*flag.FlagSet, *evalFlags) {
 	fs.StringVar(&o.NodeBin, "node", "node", "node binary of the Node.js scenarios ("+eval.ScenarioNodeReact+", "+eval.ScenarioNodeAsync+")")
 	fs.StringVar(&o.NodeWorker, "node-worker", eval.DefaultNodeWorker, "the Node.js scenarios' worker script (its npm ci done)")
 	fs.IntVar(&o.NodeReactItems, "node-react-items", eval.NodeReactItems, "listing cards of "+eval.ScenarioNodeReact+"'s page; 200 or -1: the example's whole page")
+	fs.IntVar(&o.NodeReactRenders, "node-react-renders", 1, "times "+eval.ScenarioNodeReact+"'s page is rendered a request (1-50): a heavier render")
 	fs.StringVar(&f.nodeSetups, "node-setups", strings.Join(eval.NodeSetupFamilies(), ","), "comma-separated setup families of the Node.js scenarios")
 	fs.StringVar(&o.HypernovaWorker, "hypernova-worker", eval.DefaultHypernovaWorker, "scenario "+eval.ScenarioHypernova+"'s worker script (its npm ci done)")
 	fs.IntVar(&o.HypernovaItems, "hypernova-items", eval.HypernovaItems, "listing cards of "+eval.ScenarioHypernova+"'s page (about 3.4 KB each, up to 200)")
@@ -121,6 +122,10 @@ func suite(ctx context.Context, args []string, stderr io.Writer) int {
 			return 1
 		}
 		return 0
+	}
+	if r := f.o.NodeReactRenders; r < 1 || r > 50 {
+		fmt.Fprintf(stderr, "eval: -node-react-renders %d: want 1 to 50\n", r)
+		return 2
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	f.o.Logger = log

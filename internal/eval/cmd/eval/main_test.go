@@ -23,6 +23,8 @@ func TestRunExitCodes(t *testing.T) {
 		{"unknown scenario", []string{"-scenarios", "goodput,nope", "-out", t.TempDir()}, 2},
 		{"unknown Node.js setup family", []string{"-scenarios", "node-react", "-node-setups", "sluice,envoy", "-out", t.TempDir()}, 2},
 		{"rewrite with nothing to rewrite", []string{"-rewrite", "-out", t.TempDir()}, 0},
+		{"no render a request", []string{"-scenarios", "node-react", "-node-react-renders", "0", "-out", t.TempDir()}, 2},
+		{"too many renders a request", []string{"-scenarios", "node-react", "-node-react-renders", "51", "-out", t.TempDir()}, 2},
 		{"rr-proxy without upstreams", []string{"rr-proxy", "-listen", "127.0.0.1:0"}, 2},
 		{"lib-server without a calibration", []string{"lib-server", "-listen", "127.0.0.1:0"}, 2},
 		{"lib-server on a public address", []string{"lib-server", "-listen", "0.0.0.0:0", "-units", "1"}, 1},
