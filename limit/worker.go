@@ -511,6 +511,25 @@ func (w *Worker) saturationRule(now time.Time, elapsed time.Duration, l, peak in
 			return max(from, l)
 		}
 	}
+	// The first ramp starts at a few requests (the proxy's first limit),
+	// before anything is known of the worker. One whose loop is half busy
+	// though it never held its whole limit renders what it holds: a
+	// single-threaded renderer at capacity holds one request at a time.
+	// Left at its first limit, it took four at an overload's onset, three
+	// of them queued inside it where no queue bound sees them (two Node
+	// workers rendering 120 ms pages: a p99 of 909 ms at 2x against
+	// HAProxy's 745). Its limit comes down to the concurrency its reports
+	// project saturates the loop, at least 1, and the first ramp is over.
+	// Only for a worker that held under two requests on average: an async
+	// worker's loop is half busy only once it holds many, and its ramp
+	// goes on (cut to the projection, an async worker in simulation climbed
+	// back too slowly when its waits then grew fourfold).
+	if !w.ramped && busy && peak < l && s > 0 && occupancy < 2 {
+		if to := max(1, int(math.Floor(w.maxSat*occupancy/s))); to < l {
+			w.ramped = true
+			return to
+		}
+	}
 	// A cut for latency needs two windows in a row over the bound: one
 	// alone is as often a stall (a collection, the neighbour on the core
 	// taking a turn) that passes by itself, and the cut, sized by the

@@ -226,3 +226,42 @@ func TestWorkerFirstRampClimbsToTheProjection(t *testing.T) {
 		t.Errorf("the ramp over, at 14, requests 1.25 times slower: got limit %d, want 18, a square-root step", got)
 	}
 }
+
+// In its first ramp, a worker whose loop is half busy though it never
+// held its whole limit comes down to the concurrency its reports project
+// saturates the loop, at least 1, and the ramp is over: a single-threaded
+// renderer at capacity, one request at a time, at its first limit of 4.
+// Not one whose loop is under half busy, nor one that held two requests
+// or more on average, nor one that held its whole limit.
+func TestWorkerFirstRampBusyBelowItsLimit(t *testing.T) {
+	now := time.Unix(0, 0)
+	fresh := func() *Worker {
+		t.Helper()
+		w, err := NewWorker(now, WorkerOptions{Initial: 4, Max: 64})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	w := fresh()
+	// One request held throughout, the loop 90% busy.
+	if got := windowOf(w, &now, 1, 4, 120*time.Millisecond, 0.9); got != 1 || w.Ramping() {
+		t.Errorf("one request at a time, the loop 90%% busy: got limit %d, ramping %v; want 1, the ramp over", got, w.Ramping())
+	}
+	w = fresh()
+	// Two held, the loop 60% busy: not a renderer of one at a time (an
+	// async worker's ramp goes on).
+	if got := windowOf(w, &now, 2, 4, 120*time.Millisecond, 0.6); got != 4 || !w.Ramping() {
+		t.Errorf("two requests, the loop 60%% busy: got limit %d, ramping %v; want 4, still ramping", got, w.Ramping())
+	}
+	w = fresh()
+	if got := windowOf(w, &now, 1, 4, 120*time.Millisecond, 0.3); got != 4 || !w.Ramping() {
+		t.Errorf("one request, the loop 30%% busy: got limit %d, ramping %v; want 4, still ramping", got, w.Ramping())
+	}
+	w = fresh()
+	// The whole limit held, the loop 60% busy: the first ramp's growth
+	// rules (a worker that holds all it is given may take more).
+	if got := windowOf(w, &now, 4, 8, 60*time.Millisecond, 0.6); got < 4 {
+		t.Errorf("the whole limit held, the loop 60%% busy: got limit %d, want at least 4", got)
+	}
+}
