@@ -114,10 +114,12 @@ func codelFloor(service time.Duration, slots int64) time.Duration {
 // give up long before (a second in the suite; a person sooner), and a
 // request served after its client left is a render thrown away: at 2x,
 // sluice answered 0.5-1.2 requests/s in time where HAProxy, with its
-// 500 ms queue, answered 8. So, overloaded, the floor is at most
+// 500 ms queue, answered 4-8.5. So, overloaded, the floor is at most
 // calmSojourn; calm, a queue is judged standing at most calmLongest
 // (500 ms, a hand-tuned HAProxy's queue timeout) less an interval, so
-// that the requests it serves have waited no longer than HAProxy's.
+// that the requests it serves have waited about as long as HAProxy's at
+// most (a request is judged when a slot frees for it, up to a render
+// later).
 // Where the floor is under 250 ms (a service time under about 40 ms on
 // two renderers, every async worker measured) neither bound binds.
 //
