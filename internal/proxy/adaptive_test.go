@@ -183,3 +183,50 @@ func TestRampIsQueuedThrough(t *testing.T) {
 		}
 	})
 }
+
+// An adaptive worker that has not answered is given more at its first
+// limit only within firstWindow (20 ms) of its first request; then its
+// limit is held at what it holds, and what arrives waits in the
+// Controller's queue, until its first answer gives the limit back.
+func TestAdaptiveWorkerFirstAnswerHold(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newRig(t, proxy.Options{Lookahead: -1}, admission.Options{QueueSize: 10, QueueTimeout: 10 * time.Second})
+		w, _ := g.adaptiveWorker(16)
+		a := g.get("/block/a")
+		synctest.Wait()
+		time.Sleep(5 * time.Millisecond)
+		b := g.get("/block/b") // within the first window: sent
+		synctest.Wait()
+		time.Sleep(30 * time.Millisecond)
+		synctest.Wait()
+		if got := g.p.Stats().Endpoints[0].Limit; got != 2 {
+			t.Fatalf("35 ms after its first request, unanswered: limit %d, want 2 (what it holds)", got)
+		}
+		c := g.get("/block/c")
+		synctest.Wait()
+		if got := w.seen(); len(got) != 2 {
+			t.Fatalf("worker got %q, want only /block/a and /block/b: /block/c waits for an answer", got)
+		}
+		if got := g.c.Stats().Queued; got != 1 {
+			t.Errorf("Controller's queue: %d, want 1 (/block/c)", got)
+		}
+		w.open("a")
+		if code, _ := a.result(); code != 200 {
+			t.Fatalf("a: got %d, want 200", code)
+		}
+		synctest.Wait()
+		if got := w.seen(); len(got) != 3 {
+			t.Errorf("after the first answer: worker got %q, want /block/c too", got)
+		}
+		if got := g.p.Stats().Endpoints[0].Limit; got != 4 {
+			t.Errorf("after the first answer: limit %d, want its first limit back (4)", got)
+		}
+		w.open("b")
+		w.open("c")
+		for _, r := range []*call{b, c} {
+			if code, _ := r.result(); code != 200 {
+				t.Errorf("got %d, want 200", code)
+			}
+		}
+	})
+}

@@ -39,6 +39,9 @@ type endpoint struct {
 	ahead       int           // requests it may hold beyond limit: pool.ahead, or 0 while contended or slow
 	contention  float64       // the smoothed share of its runnable time it waited for a CPU; -1: unknown
 	service     time.Duration // the smoothed time its answered requests held a slot; 0 before the first
+	answered    bool          // an adaptive worker has answered a request since it was added
+	firstArmed  bool          // the timer of its first request is set (see firstWindow)
+	firstHeld   bool          // its limit is held at what it held when firstWindow passed
 	wl          *limit.Worker // nil: the limit is fixed at Concurrency
 	lastSat     float64       // the last saturation it reported; -1: none
 	satSource   string        // where lastSat came from: "worker" or "kernel"
@@ -103,6 +106,21 @@ const (
 // first few windows, until its loop's reports cut its limit: no more work
 // queued in all, only queued in the worker rather than at the front.
 const firstLimit = 4
+
+// firstWindow bounds how long after its first request an adaptive worker
+// that has not answered yet is given more at its first limit: once it
+// passes, the worker's limit is held at what it holds until it answers,
+// and what arrives waits in the Controller's queue, where CoDel sees it.
+// An async worker at load is given its first few requests within a few
+// milliseconds. A renderer of 150 ms was given up to four as they arrived
+// over its first render, queued inside it behind it or interleaved with
+// it, before any report could say it renders one at a time (Go demo
+// workers, two on a core at 2x, fresh fronts, four 6 s rounds: p99 926-983
+// ms, 690-743 with the hold, HAProxy's 827-837; the same goodput, 5.5-5.8
+// requests/s, and the same for quiet async Node workers at 300 and
+// 560/s). Its first answer gives the limit back to its first ramp, whose
+// rules then judge the worker by its report.
+const firstWindow = 20 * time.Millisecond
 
 // A worker's lookahead (Options.Lookahead) fills the gap in which its CPU
 // would idle between a response and the next request. A worker whose CPU
@@ -217,11 +235,30 @@ func (p *pool) pickLocked(now time.Time, exclude []int) *endpoint {
 		best.outstanding++
 		if best.wl != nil {
 			best.wl.Occupy(now, best.rendering())
+			if !best.answered && !best.firstArmed {
+				best.firstArmed = true
+				e := best
+				time.AfterFunc(firstWindow, func() { p.holdFirst(e) })
+			}
 		}
 		p.seq++
 		best.lastPick = p.seq
 	}
 	return best
+}
+
+// holdFirst holds e's limit at what it holds, if it has not answered
+// since its first request firstWindow ago (see firstWindow).
+func (p *pool) holdFirst(e *endpoint) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	to := max(e.outstanding, 1)
+	if e.answered || !e.routable || to >= e.limit {
+		return
+	}
+	p.slots -= e.limit - to
+	e.limit, e.firstHeld = to, true
+	p.applyLimitLocked()
 }
 
 // take returns an endpoint with a slot taken for the caller, which must
@@ -366,6 +403,18 @@ func (p *pool) complete(e *endpoint, c completion) {
 	if r.contended {
 		p.contendLocked(e, r.contention)
 	}
+	if c.done && e.wl != nil && !e.answered {
+		e.answered = true
+		if e.firstHeld {
+			// Its first answer: the limit is its first ramp's again.
+			e.firstHeld = false
+			if e.routable {
+				p.slots += e.wl.Limit() - e.limit
+			}
+			e.limit = e.wl.Limit()
+			p.applyLimitLocked()
+		}
+	}
 	if c.done && c.rtt > 0 {
 		if e.service == 0 {
 			e.service = c.rtt
@@ -493,6 +542,7 @@ func (p *pool) add(e *endpoint) bool {
 	e.routable = true
 	e.limit, e.lastSat = e.Concurrency, -1
 	e.ahead, e.contention, e.service = p.ahead, -1, 0
+	e.answered, e.firstArmed, e.firstHeld = false, false, false
 	if e.Adaptive {
 		e.limit = p.startLimitLocked(e.Concurrency)
 		wl, err := limit.NewWorker(e.added, limit.WorkerOptions{Initial: e.limit, Max: e.Concurrency,
