@@ -517,8 +517,8 @@ func (w *Worker) saturationRule(now time.Time, elapsed time.Duration, l, peak in
 	// single-threaded renderer at capacity holds one request at a time.
 	// Left at its first limit, it took four at an overload's onset, three
 	// of them queued inside it where no queue bound sees them (two Node
-	// workers rendering 120 ms pages: a p99 of 909 ms at 2x against
-	// HAProxy's 745). Its limit comes down to the concurrency its reports
+	// workers rendering pages of 80-130 ms of CPU: a p99 of 909 ms at 2x
+	// against HAProxy's 745). Its limit comes down to the concurrency its reports
 	// project saturates the loop, at least 1, and the first ramp is over.
 	// Only for a worker that held under two requests on average: an async
 	// worker's loop is half busy only once it holds many, and its ramp

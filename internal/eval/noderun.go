@@ -61,10 +61,10 @@ type nodeFile struct {
 // when nginx -> HAProxy is to run at its best N beside the others); then
 // the setup without admission.
 func (s *Suite) nodeScenario(ctx context.Context, w NodeWorkload) error {
-	if (w.Scenario == ScenarioNodeReact || w.Scenario == ScenarioNodeReactQuiet) && s.o.NodeReactItems != 0 {
-		w.Items = max(s.o.NodeReactItems, 0)
-	}
 	if w.Scenario == ScenarioNodeReact || w.Scenario == ScenarioNodeReactQuiet {
+		if s.o.NodeReactItems != 0 {
+			w.Items = max(s.o.NodeReactItems, 0)
+		}
 		w.Renders = s.o.NodeReactRenders
 	}
 	dir := filepath.Join(s.o.WorkDir, w.Scenario)

@@ -102,9 +102,10 @@ const (
 // 0.89x what it served from 4 (with the first ramp's climb to what the
 // loop's reports project, limit.Worker) at 560/s, the median of six
 // rounds, and its p99 at 420/s, all of it served, was 606 ms against 360.
-// A worker that renders one request at a time holds up to four for its
-// first few windows, until its loop's reports cut its limit: no more work
-// queued in all, only queued in the worker rather than at the front.
+// A worker that renders one request at a time holds up to four only if
+// they reach it within firstWindow of its first, until its loop's reports
+// cut its limit (limit.Worker's first ramp): no more work queued in all,
+// only queued in the worker rather than at the front.
 const firstLimit = 4
 
 // firstWindow bounds how long after its first request an adaptive worker
