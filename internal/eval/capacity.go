@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/loadgen"
 )
 
 // CapacityResult is what a closed-loop measurement found.
@@ -33,6 +37,58 @@ func Capacity(ctx context.Context, urls []string, perURL int, d time.Duration, n
 	return capacity(ctx, urls, perURL, d, newConns, func(ctx context.Context, u string) (*http.Request, error) {
 		return http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	})
+}
+
+// CapacityMix is Capacity over keep-alive connections with each request's
+// query drawn from mix by weight and appended to its URL's, as the load
+// that follows draws it (loadgen.Config.QueryMix): the capacity of a
+// workload of mixed costs. An empty mix is Capacity.
+func CapacityMix(ctx context.Context, urls []string, perURL int, d time.Duration, mix []loadgen.Weighted) (CapacityResult, error) {
+	return capacity(ctx, urls, perURL, d, false, func(ctx context.Context, u string) (*http.Request, error) {
+		return http.NewRequestWithContext(ctx, http.MethodGet, withQuery(u, drawWeighted(mix, rand.Float64())), nil)
+	})
+}
+
+// drawWeighted returns the value of mix that x, in [0, 1), falls on when
+// the weights are laid end to end; "" for an empty mix.
+func drawWeighted(mix []loadgen.Weighted, x float64) string {
+	var total float64
+	for _, w := range mix {
+		total += w.Weight
+	}
+	x *= total
+	for _, w := range mix {
+		if x < w.Weight {
+			return w.Value
+		}
+		x -= w.Weight
+	}
+	for i := len(mix) - 1; i >= 0; i-- { // x rounded past the end
+		if mix[i].Weight > 0 {
+			return mix[i].Value
+		}
+	}
+	return ""
+}
+
+// withQuery appends the query q to the URL u, after u's own if it has one.
+func withQuery(u, q string) string {
+	switch {
+	case q == "":
+		return u
+	case strings.Contains(u, "?"):
+		return u + "&" + q
+	}
+	return u + "?" + q
+}
+
+// mixQuery returns a stream's tweak that sets the load's QueryMix to mix;
+// nil for an empty mix.
+func mixQuery(mix []loadgen.Weighted) func(*loadgen.Config) {
+	if len(mix) == 0 {
+		return nil
+	}
+	return func(c *loadgen.Config) { c.QueryMix = mix }
 }
 
 // CapacityPost is Capacity with every request a POST of body, of type

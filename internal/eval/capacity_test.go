@@ -6,9 +6,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/loadgen"
 )
 
 func TestCapacityCountsOnlySuccesses(t *testing.T) {
@@ -67,5 +70,72 @@ func TestCapacityPostSendsTheJob(t *testing.T) {
 	}
 	if r.Successes == 0 || r.Errors != 0 || wrong.Load() != 0 {
 		t.Errorf("got %d successes, %d errors, %d malformed requests, want only successes", r.Successes, r.Errors, wrong.Load())
+	}
+}
+
+// CapacityMix appends to each request's own query one drawn from the mix,
+// never one of weight 0.
+func TestCapacityMixDrawsTheQuery(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen[r.URL.RawQuery]++
+		mu.Unlock()
+	}))
+	t.Cleanup(srv.Close)
+	mix := []loadgen.Weighted{{Value: "cards=10", Weight: 3}, {Value: "cards=50", Weight: 0}, {Value: "cards=200", Weight: 1}}
+	r, err := CapacityMix(t.Context(), []string{srv.URL + "/?page=7"}, 2, 200*time.Millisecond, mix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Close()
+	if r.Successes < 100 {
+		t.Fatalf("got %d successes, want at least 100 to see the mix", r.Successes)
+	}
+	if len(seen) != 2 || seen["page=7&cards=10"] == 0 || seen["page=7&cards=200"] == 0 {
+		t.Errorf("got queries %v, want page=7&cards=10 and page=7&cards=200 only", seen)
+	}
+}
+
+func TestDrawWeighted(t *testing.T) {
+	mix := []loadgen.Weighted{{Value: "a", Weight: 3}, {Value: "b", Weight: 0}, {Value: "c", Weight: 1}, {Value: "d", Weight: 0}}
+	for _, tc := range []struct {
+		x    float64
+		want string
+	}{
+		{0, "a"}, {0.74, "a"}, {0.75, "c"}, {0.999999, "c"}, {1, "c"},
+	} {
+		if got := drawWeighted(mix, tc.x); got != tc.want {
+			t.Errorf("drawWeighted(%v) = %q, want %q", tc.x, got, tc.want)
+		}
+	}
+	if got := drawWeighted(nil, 0.5); got != "" {
+		t.Errorf("drawWeighted of no mix = %q, want empty", got)
+	}
+}
+
+func TestWithQuery(t *testing.T) {
+	for _, tc := range []struct{ u, q, want string }{
+		{"http://h/", "", "http://h/"},
+		{"http://h/", "cards=10", "http://h/?cards=10"},
+		{"http://h/?page=7", "cards=10", "http://h/?page=7&cards=10"},
+	} {
+		if got := withQuery(tc.u, tc.q); got != tc.want {
+			t.Errorf("withQuery(%q, %q) = %q, want %q", tc.u, tc.q, got, tc.want)
+		}
+	}
+}
+
+// The Node.js scenarios' load draws the mix only when there is one.
+func TestMixQuery(t *testing.T) {
+	if mixQuery(nil) != nil {
+		t.Error("mixQuery(nil) is a tweak, want none")
+	}
+	mix := []loadgen.Weighted{{Value: "cards=10", Weight: 1}}
+	var c loadgen.Config
+	mixQuery(mix)(&c)
+	if len(c.QueryMix) != 1 || c.QueryMix[0] != mix[0] {
+		t.Errorf("got QueryMix %v, want %v", c.QueryMix, mix)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/loadgen"
 )
 
 // The Node.js scenarios: the same evaluation as scenario goodput, on real
@@ -56,6 +58,9 @@ type NodeWorkload struct {
 	Scenario string
 	// Query is every request's query string, "?" included.
 	Query string
+	// QueryMix, if set, appends to Query a query drawn by weight per
+	// request (loadgen.Config.QueryMix): requests of mixed costs.
+	QueryMix []loadgen.Weighted
 	// Items is BENCH_PAGE_ITEMS for the workers: cards per page; 0 keeps
 	// the example's 200.
 	Items int

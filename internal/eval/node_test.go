@@ -293,7 +293,8 @@ func TestHAProxyConfigMaxConn(t *testing.T) {
 
 // TestNodeCounters starts the example's real worker with the suite's
 // preload, when node and the example's dependencies are there: the stats
-// path counts renders and requests, BENCH_PAGE_ITEMS shrinks the page,
+// path counts renders and requests, BENCH_PAGE_ITEMS shrinks the page
+// (and ?cards=M asks for fewer of its cards),
 // BENCH_RENDERS renders it more than once, BENCH_NO_SATURATION drops the
 // saturation report.
 func TestNodeCounters(t *testing.T) {
@@ -323,6 +324,14 @@ func TestNodeCounters(t *testing.T) {
 	if n := strings.Count(page.String(), "<article"); n != 3 {
 		t.Errorf("got %d listing cards, want BENCH_PAGE_ITEMS=3", n)
 	}
+	// ?cards=M asks for the first M of them (the suite's page-size mix).
+	page.Reset()
+	if status, err := get(ctx, c, "http://"+pool.Addrs[0]+"/?page=2&cards=2", &page); err != nil || status != 200 {
+		t.Fatalf("GET /?page=2&cards=2: got %d, %v; want 200", status, err)
+	}
+	if n := strings.Count(page.String(), "<article"); n != 2 {
+		t.Errorf("?cards=2: got %d listing cards, want 2", n)
+	}
 	if status, err := get(ctx, c, "http://"+pool.Addrs[0]+"/nope", &strings.Builder{}); err != nil || status != 404 {
 		t.Fatalf("GET /nope: got %d, %v; want 404", status, err)
 	}
@@ -330,8 +339,8 @@ func TestNodeCounters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Rendered != 1 || st.Inflight != 0 || st.PeakInflight != 1 {
-		t.Errorf("got %+v, want 1 render, none in flight, a peak of 1", st)
+	if st.Rendered != 2 || st.Inflight != 0 || st.PeakInflight != 1 {
+		t.Errorf("got %+v, want 2 renders, none in flight, a peak of 1", st)
 	}
 
 	// A restarted worker is warmed before it is handed back.

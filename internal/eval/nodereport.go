@@ -170,6 +170,13 @@ func nodeDescription(info NodeInfo) string {
 	if info.Renders > 1 {
 		page += fmt.Sprintf(", rendered %d times a request (BENCH_RENDERS)", info.Renders)
 	}
+	if len(info.QueryMix) > 0 {
+		var mix []string
+		for _, w := range info.QueryMix {
+			mix = append(mix, fmt.Sprintf("`%s` %s", w.Value, fmtRate(w.Weight)))
+		}
+		page += ", each request adding a query drawn by weight from " + strings.Join(mix, ", ")
+	}
 	wait := ""
 	if info.IOWait > 0 {
 		wait = fmt.Sprintf(", after a %v wait on a timer (the data fetch)", info.IOWait)

@@ -19,14 +19,17 @@ func NodeMultiples() []float64 { return []float64{1, 2, 4, 8} }
 
 // NodeInfo records a Node.js workload as it was run.
 type NodeInfo struct {
-	Scenario string        `json:"scenario"`
-	Worker   string        `json:"worker"` // the script, as started
-	Node     string        `json:"node"`   // node --version
-	Query    string        `json:"query"`
-	Items    int           `json:"page_items,omitempty"`   // BENCH_PAGE_ITEMS; 0: the example's 200
-	Renders  int           `json:"page_renders,omitempty"` // BENCH_RENDERS; 0: once
-	IOWait   time.Duration `json:"io_wait_ns,omitempty"`
-	Workers  int           `json:"workers"`
+	Scenario string `json:"scenario"`
+	Worker   string `json:"worker"` // the script, as started
+	Node     string `json:"node"`   // node --version
+	Query    string `json:"query"`
+	// QueryMix is what was drawn per request and appended to Query, by
+	// weight; nil: Query alone.
+	QueryMix []loadgen.Weighted `json:"query_mix,omitempty"`
+	Items    int                `json:"page_items,omitempty"`   // BENCH_PAGE_ITEMS; 0: the example's 200
+	Renders  int                `json:"page_renders,omitempty"` // BENCH_RENDERS; 0: once
+	IOWait   time.Duration      `json:"io_wait_ns,omitempty"`
+	Workers  int                `json:"workers"`
 	// Capacity is what the workers served closed-loop, straight, with
 	// CapacityClients clients each, NodeCapacityRuns times; CapacityRPS is the
 	// highest, as noise on the shared machine only ever lowers a
@@ -66,6 +69,7 @@ func (s *Suite) nodeScenario(ctx context.Context, w NodeWorkload) error {
 			w.Items = max(s.o.NodeReactItems, 0)
 		}
 		w.Renders = s.o.NodeReactRenders
+		w.QueryMix = s.o.NodeReactMix
 	}
 	dir := filepath.Join(s.o.WorkDir, w.Scenario)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -80,7 +84,7 @@ func (s *Suite) nodeScenario(ctx context.Context, w NodeWorkload) error {
 	defer func() { s.stopNode(pool, fronts) }()
 
 	info := NodeInfo{Scenario: w.Scenario, Worker: s.o.NodeWorker, Node: ToolVersion(s.o.NodeBin, "--version"),
-		Query: w.Query, Items: w.Items, Renders: w.Renders, IOWait: w.IOWait, Workers: len(pool.Addrs),
+		Query: w.Query, QueryMix: w.QueryMix, Items: w.Items, Renders: w.Renders, IOWait: w.IOWait, Workers: len(pool.Addrs),
 		CapacityClients: w.CapacityClients, Fixed: w.Fixed, P99Target: w.P99Target}
 	if err := s.nodeCapacity(ctx, w, pool, &info); err != nil {
 		return err
@@ -212,7 +216,7 @@ func (s *Suite) nodeCapacity(ctx context.Context, w NodeWorkload, pool *Pool, in
 	// V8 compiles the renderer as it runs: a first measurement, not kept,
 	// leaves the workers warm; so after every restart.
 	pool.Warm = func(ctx context.Context) error {
-		_, err := Capacity(ctx, direct, w.CapacityClients, 2*time.Second, false)
+		_, err := CapacityMix(ctx, direct, w.CapacityClients, 2*time.Second, w.QueryMix)
 		return err
 	}
 	if err := pool.Warm(ctx); err != nil {
@@ -220,7 +224,7 @@ func (s *Suite) nodeCapacity(ctx context.Context, w NodeWorkload, pool *Pool, in
 	}
 	for range NodeCapacityRuns {
 		s.waitQuiet(ctx)
-		r, err := Capacity(ctx, direct, w.CapacityClients, s.o.CapacityTime, false)
+		r, err := CapacityMix(ctx, direct, w.CapacityClients, s.o.CapacityTime, w.QueryMix)
 		if err != nil {
 			return err
 		}
@@ -275,6 +279,7 @@ func (s *Suite) nodeLoads(ctx context.Context, w NodeWorkload, targets []*target
 			for _, t := range turns(targets, point) {
 				r, err := s.run(ctx, w.Scenario, multipleName(m), m, t, ka, 0, stream{
 					query:  w.Query,
+					tweak:  mixQuery(w.QueryMix),
 					phases: []loadgen.Phase{{Name: multipleName(m), Rate: m * t.cap10, Duration: s.o.Phase}},
 				})
 				if err != nil {

@@ -120,6 +120,12 @@ type Options struct {
 	// NodeReactRenders renders scenario node-react's page that many times
 	// a request (BENCH_RENDERS): a heavier render; 0 or 1 once.
 	NodeReactRenders int
+	// NodeReactMix, if set, draws each node-react request's query from
+	// it by weight, appended to the scenario's own (for example
+	// "cards=10" 80% and "cards=200" 20%: pages of mixed sizes), in the
+	// capacity measurement and the load alike. The cards a request asks
+	// for are the first of the NodeReactItems its worker keeps.
+	NodeReactMix []loadgen.Weighted
 	// HopRate is scenario hop-cpu's fixed offered rate, requests per
 	// second; 0 means HopCPURate. On a machine busy with other work an
 	// open loop near the fronts' capacity collapses into timeouts: a

@@ -37,6 +37,7 @@ import (
 	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/internal/demo"
 	"github.com/sluicehq/sluice/internal/eval"
+	"github.com/sluicehq/sluice/internal/loadgen"
 )
 
 func main() {
@@ -62,13 +63,14 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 // evalFlags are the suite's flags: most go straight into the suite's
 // options, the lists are read from their text by parseLists.
 type evalFlags struct {
-	o          eval.Options
-	scenarios  string
-	setups     string
-	keepAlive  string
-	nodeSetups string
-	layout     string
-	rewrite    bool
+	o            eval.Options
+	scenarios    string
+	setups       string
+	keepAlive    string
+	nodeSetups   string
+	nodeReactMix string
+	layout       string
+	rewrite      bool
 }
 
 // newSuiteFlagSet returns the flag table of the suite, its values parsed
@@ -98,6 +100,7 @@ func newSuiteFlagSet(stderr io.Writer) (*flag.FlagSet, *evalFlags) {
 	fs.StringVar(&o.NodeWorker, "node-worker", eval.DefaultNodeWorker, "the Node.js scenarios' worker script (its npm ci done)")
 	fs.IntVar(&o.NodeReactItems, "node-react-items", eval.NodeReactItems, "listing cards of "+eval.ScenarioNodeReact+"'s page; 200 or -1: the example's whole page")
 	fs.IntVar(&o.NodeReactRenders, "node-react-renders", 1, "times "+eval.ScenarioNodeReact+"'s page is rendered a request (1-50): a heavier render")
+	fs.StringVar(&f.nodeReactMix, "node-react-mix", "", "query mix of "+eval.ScenarioNodeReact+"'s requests by weight, appended to its own: \"cards=10:80,cards=200:20\" (pages of mixed sizes; cards are the first of -node-react-items)")
 	fs.StringVar(&f.nodeSetups, "node-setups", strings.Join(eval.NodeSetupFamilies(), ","), "comma-separated setup families of the Node.js scenarios")
 	fs.StringVar(&o.HypernovaWorker, "hypernova-worker", eval.DefaultHypernovaWorker, "scenario "+eval.ScenarioHypernova+"'s worker script (its npm ci done)")
 	fs.IntVar(&o.HypernovaItems, "hypernova-items", eval.HypernovaItems, "listing cards of "+eval.ScenarioHypernova+"'s page (about 3.4 KB each, up to 200)")
@@ -126,6 +129,14 @@ func suite(ctx context.Context, args []string, stderr io.Writer) int {
 	if r := f.o.NodeReactRenders; r < 1 || r > 50 {
 		fmt.Fprintf(stderr, "eval: -node-react-renders %d: want 1 to 50\n", r)
 		return 2
+	}
+	if f.nodeReactMix != "" {
+		mix, err := loadgen.ParseWeights(f.nodeReactMix, ':')
+		if err != nil {
+			fmt.Fprintf(stderr, "eval: -node-react-mix: %v\n", err)
+			return 2
+		}
+		f.o.NodeReactMix = mix
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	f.o.Logger = log
