@@ -289,8 +289,16 @@ type Worker struct {
 	baseline float64 // no-load latency, ns; 0 until known
 	lightSum float64 // the rtts of the current run of windows that held one request at most, ns
 	lightN   int     // and their number
-	prevOcc  float64 // the last window's occupancy; -1 before the first
-	ramped   bool    // slow start is over: a probe failed or the limit was cut
+	// The windows under load since the last estimate from them: their
+	// rtts (ns), number, occupancies weighted by completions, windows.
+	loadSum, loadOcc   float64
+	loadN, loadWindows int
+	// The estimate under load gathered over more than one window at the
+	// lowest occupancy since the baseline was last measured without load:
+	// its occupancy (0: none) and rtt, ns.
+	sparseOcc, sparseRTT float64
+	prevOcc              float64 // the last window's occupancy; -1 before the first
+	ramped               bool    // slow start is over: a probe failed or the limit was cut
 
 	// A slow start of a worker whose saturation is known grows
 	// with its completions as well as once a window (see Complete).
@@ -471,7 +479,7 @@ func (w *Worker) saturationRule(now time.Time, elapsed time.Duration, l, peak in
 	inflated, severe, rtt := false, false, 0.0
 	if w.n > 0 {
 		rtt = w.sumRTT / float64(w.n)
-		w.learnBaseline(rtt, peak)
+		w.learnBaseline(rtt, peak, occupancy)
 		inflated = w.guarded(rtt, workerGuardGrowth)
 		severe = w.guarded(rtt, workerGuardCut)
 	}
@@ -629,7 +637,7 @@ func (w *Worker) latencyRule(now time.Time, l, peak int, occupancy float64) int 
 		return int(math.Floor(0.9 * float64(l)))
 	}
 	rtt := w.sumRTT / float64(w.n)
-	w.learnBaseline(rtt, peak)
+	w.learnBaseline(rtt, peak, occupancy)
 	return w.climb(now, l, peak, occupancy, rtt, false)
 }
 
@@ -728,33 +736,84 @@ func (w *Worker) settleFor(now time.Time, rtt float64) {
 }
 
 // learnBaseline learns the no-load latency from a window's completions
-// (rtt their mean): it is the mean latency of the last run of windows in
-// which the worker never held two requests at once, once that run has
-// workerMinSamples completions, so that a worker that became slower for
-// good is followed; or a lower mean of a window under load with as many
-// completions. The samples keep one odd request from setting it: a health
-// check or a cached page through the front, answered in a millisecond,
-// alone in a window, made every request after it look queued for as long
-// as the worker stayed busy, and the guard cut its limit (measured on real
-// Node workers, a baseline of 35 ms for 65 ms requests).
-func (w *Worker) learnBaseline(rtt float64, peak int) {
+// (rtt their mean, occupancy the requests the worker held on average): it
+// is the mean latency of the last run of windows in which the worker never
+// held two requests at once, once that run has workerMinSamples
+// completions, so that a worker that became slower for good is followed;
+// or a lower mean of windows under load with as many completions. The
+// samples keep one odd request from setting it: a health check or a cached
+// page through the front, answered in a millisecond, alone in a window,
+// made every request after it look queued for as long as the worker stayed
+// busy, and the guard cut its limit (measured on real Node workers, a
+// baseline of 35 ms for 65 ms requests).
+//
+// Under load the samples are gathered over as many windows as they take:
+// a worker whose requests take 40 ms or more finishes fewer than
+// workerMinSamples in one, and judged on single windows it had no
+// baseline, so no guard, as long as it was never idle (two Hypernova
+// workers rendering 600 KB pages on two cores shared with the front: the
+// kernel read their loops 0.7-0.85 busy while they held 27 requests each,
+// and they served 30/s of the 53 they served one at a time). Such a mean
+// under load is no no-load latency: its requests queued inside the worker
+// behind the others it held. Where two such means, gathered over more than
+// one window each, were held at occupancies half again apart (the lowest
+// since the last baseline measured without load, and the latest), the
+// latency of one request alone is read off the line through them (see
+// loneLatency).
+func (w *Worker) learnBaseline(rtt float64, peak int, occupancy float64) {
 	if peak <= 1 {
+		w.loadSum, w.loadN, w.loadOcc, w.loadWindows = 0, 0, 0, 0
 		w.lightSum += w.sumRTT
 		w.lightN += w.n
 		if w.lightN >= workerMinSamples {
 			w.baseline = w.lightSum / float64(w.lightN)
 			w.lightSum, w.lightN = 0, 0
+			w.sparseOcc, w.sparseRTT = 0, 0
 		}
 		return
 	}
 	w.lightSum, w.lightN = 0, 0
-	switch {
-	case w.n < workerMinSamples:
-	case w.baseline == 0:
-		w.baseline = rtt
-	case rtt < w.baseline:
-		w.baseline = rtt
+	w.loadSum += w.sumRTT
+	w.loadN += w.n
+	w.loadOcc += occupancy * float64(w.n)
+	w.loadWindows++
+	if w.loadN < workerMinSamples {
+		return
 	}
+	rtt = w.loadSum / float64(w.loadN)
+	occ := w.loadOcc / float64(w.loadN)
+	sparse := w.loadWindows > 1
+	w.loadSum, w.loadN, w.loadOcc, w.loadWindows = 0, 0, 0, 0
+	est := rtt
+	switch {
+	case !sparse:
+	case w.sparseOcc == 0 || occ < w.sparseOcc:
+		w.sparseOcc, w.sparseRTT = occ, rtt
+	default:
+		est = min(est, loneLatency(w.sparseOcc, w.sparseRTT, occ, rtt))
+	}
+	if w.baseline == 0 || est < w.baseline {
+		w.baseline = est
+	}
+}
+
+// loneLatency returns the latency of one request held alone, read off the
+// line through two (occupancy, mean latency) points of a worker under
+// load, or the lower latency when the line says nothing: occupancies less
+// than half again apart, or latency that did not grow with occupancy (an
+// async worker's requests wait on their own, not behind each other). A
+// worker whose requests queue behind each other (rtt = occupancy x S for a
+// single-threaded CPU-bound one) extrapolates to S, and no lower than the
+// lower point's latency shared by the requests it held.
+func loneLatency(o1, r1, o2, r2 float64) float64 {
+	if o1 > o2 {
+		o1, r1, o2, r2 = o2, r2, o1, r1
+	}
+	if o2 < 1.5*o1 || r2 <= r1 {
+		return min(r1, r2)
+	}
+	slope := (r2 - r1) / (o2 - o1)
+	return max(r1-slope*max(o1-1, 0), r1/max(o1, 1))
 }
 
 // carriesMany reports whether the worker's requests use its loop for a

@@ -1,0 +1,69 @@
+package limit
+
+import (
+	"math"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// A worker whose renders take longer than a window (two or three complete
+// in 100 ms) and whose loop looks less than saturated while its requests
+// queue inside it (the kernel's reading of a Node worker on cores shared
+// with its neighbour and the front, its collections on helper threads:
+// 0.75-0.85) is held back by its latency as a fast one is, from a fresh
+// front's first limit under a load past its capacity.
+func TestWorkerLimitSimSlowRendersIdleLookingLoop(t *testing.T) {
+	for _, report := range []string{"0.800", "0.600"} {
+		t.Run(report, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := newSimFront(newSimWorker(60*time.Millisecond, 0), 64, func(float64) string { return report })
+				f.wl = mustWorker(WorkerOptions{Initial: 4, Max: 64})
+				trace := f.load(25, 8*time.Second)
+				if got := slicesMax(trace[20:]); got > 5 {
+					t.Errorf("limit reached %d after 2 s, want at most 5 (trace %v)", got, trace)
+				}
+			})
+		})
+	}
+}
+
+// A worker whose requests wait long on their own (300 ms of I/O, 5 ms of
+// loop) finishes as few a window as a slow renderer, but its latency does
+// not grow with what it holds: the line through its means under load says
+// so, and it is given what its load needs (about 8 at 25/s) and serves
+// all of it.
+func TestWorkerLimitSimSlowAsyncStillGrows(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newSimFront(newSimWorker(5*time.Millisecond, 300*time.Millisecond), 64, elu)
+		f.wl = mustWorker(WorkerOptions{Initial: 4, Max: 64})
+		trace := f.load(25, 8*time.Second)
+		if got := slicesMax(trace); got < 8 {
+			t.Errorf("limit reached %d, want at least 8 (trace %v)", got, trace)
+		}
+		if got := float64(f.good) / float64(f.served); f.served < 190 || got < 0.98 {
+			t.Errorf("%d served, %.1f%% of them within a second; want about 200 and at least 98%% (trace %v)", f.served, 100*got, trace)
+		}
+	})
+}
+
+func TestLoneLatency(t *testing.T) {
+	ms := float64(time.Millisecond)
+	for _, tc := range []struct {
+		name           string
+		o1, r1, o2, r2 float64
+		want           float64
+	}{
+		{"queued behind each other", 2, 120 * ms, 6, 360 * ms, 60 * ms},
+		{"the points in either order", 6, 360 * ms, 2, 120 * ms, 60 * ms},
+		{"no lower than the lower point shared", 2, 120 * ms, 6, 700 * ms, 60 * ms},
+		{"waits of their own", 4, 300 * ms, 12, 310 * ms, 300 * ms - 10*ms/8*3},
+		{"latency that fell", 4, 300 * ms, 12, 280 * ms, 280 * ms},
+		{"occupancies too close", 4, 240 * ms, 5, 300 * ms, 240 * ms},
+		{"under one request held", 0.5, 60 * ms, 3, 180 * ms, 60 * ms},
+	} {
+		if got := loneLatency(tc.o1, tc.r1, tc.o2, tc.r2); math.Abs(got-tc.want) > 1e-6*ms {
+			t.Errorf("%s: loneLatency(%v, %v, %v, %v) = %v, want %v", tc.name, tc.o1, tc.r1/ms, tc.o2, tc.r2/ms, got/ms, tc.want/ms)
+		}
+	}
+}
