@@ -57,7 +57,7 @@ func TestLoneLatency(t *testing.T) {
 		{"queued behind each other", 2, 120 * ms, 6, 360 * ms, 60 * ms},
 		{"the points in either order", 6, 360 * ms, 2, 120 * ms, 60 * ms},
 		{"no lower than the lower point shared", 2, 120 * ms, 6, 700 * ms, 60 * ms},
-		{"waits of their own", 4, 300 * ms, 12, 310 * ms, 300 * ms - 10*ms/8*3},
+		{"waits of their own", 4, 300 * ms, 12, 310 * ms, 300*ms - 10*ms/8*3},
 		{"latency that fell", 4, 300 * ms, 12, 280 * ms, 280 * ms},
 		{"occupancies too close", 4, 240 * ms, 5, 300 * ms, 240 * ms},
 		{"under one request held", 0.5, 60 * ms, 3, 180 * ms, 60 * ms},
