@@ -294,8 +294,9 @@ type Worker struct {
 	loadSum, loadOcc   float64
 	loadN, loadWindows int
 	// The estimate under load gathered over more than one window at the
-	// lowest occupancy since the baseline was last measured without load:
-	// its occupancy (0: none) and rtt, ns.
+	// lowest occupancy since the baseline was last measured without load
+	// or a window under load held four completions: its occupancy (0:
+	// none) and rtt, ns.
 	sparseOcc, sparseRTT float64
 	prevOcc              float64 // the last window's occupancy; -1 before the first
 	ramped               bool    // slow start is over: a probe failed or the limit was cut
@@ -759,7 +760,11 @@ func (w *Worker) settleFor(now time.Time, rtt float64) {
 // one window each, were held at occupancies half again apart (the lowest
 // since the last baseline measured without load, and the latest), the
 // latency of one request alone is read off the line through them (see
-// loneLatency).
+// loneLatency). Only while no window under load held four completions: a
+// fast worker's windows are short of them only in a stall (the front's
+// CPU taken for a moment), whose latency grows with whatever the worker
+// held, and read so, a fresh front's async workers were cut for latency
+// now and then.
 func (w *Worker) learnBaseline(rtt float64, peak int, occupancy float64) {
 	if peak <= 1 {
 		w.loadSum, w.loadN, w.loadOcc, w.loadWindows = 0, 0, 0, 0
@@ -787,6 +792,10 @@ func (w *Worker) learnBaseline(rtt float64, peak int, occupancy float64) {
 	est := rtt
 	switch {
 	case !sparse:
+		// Four in one window: not a slow worker, or no longer. A window
+		// short of completions is then a stall (the front's, or the
+		// worker's), whose latency says nothing of what it holds.
+		w.sparseOcc, w.sparseRTT = 0, 0
 	case w.sparseOcc == 0 || occ < w.sparseOcc:
 		w.sparseOcc, w.sparseRTT = occ, rtt
 	default:
