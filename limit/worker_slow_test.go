@@ -67,3 +67,46 @@ func TestLoneLatency(t *testing.T) {
 		}
 	}
 }
+
+// The no-load latency of a worker under load: the line through two means
+// gathered over more than one window each, unless a window between them
+// held four completions (the worker is not slow; windows short of them
+// are stalls).
+func TestWorkerBaselineFromSparseMeans(t *testing.T) {
+	ms := time.Millisecond
+	for _, tc := range []struct {
+		name string
+		fast bool // a window with four completions between the two means
+		want time.Duration
+	}{
+		{"two slow means", false, 50 * ms},
+		{"a fast window between", true, 100 * ms},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			now := time.Unix(0, 0)
+			w, err := NewWorker(now, WorkerOptions{Initial: 8, Max: 64})
+			if err != nil {
+				t.Fatal(err)
+			}
+			window := func(held, n int, rtt time.Duration) {
+				w.Occupy(now, held)
+				for range n {
+					w.Complete(rtt, false)
+				}
+				w.Report(0.5)
+				now = now.Add(100 * ms)
+				w.Decide(now)
+			}
+			window(2, 2, 100*ms) // held 2, two completions of 100 ms a window
+			window(2, 2, 100*ms)
+			if tc.fast {
+				window(2, 4, 100*ms)
+			}
+			window(6, 2, 300*ms) // held 6: 300 ms, as queued behind each other
+			window(6, 2, 300*ms)
+			if got := time.Duration(w.baseline); got != tc.want {
+				t.Errorf("baseline %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
