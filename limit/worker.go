@@ -809,8 +809,11 @@ func (w *Worker) learnBaseline(rtt float64, peak int, occupancy float64) {
 // loneLatency returns the latency of one request held alone, read off the
 // line through two (occupancy, mean latency) points of a worker under
 // load, or the lower latency when the line says nothing: occupancies less
-// than half again apart, or latency that did not grow with occupancy (an
-// async worker's requests wait on their own, not behind each other). A
+// than half again apart, or latency that grew by less than three quarters
+// as much as occupancy did (an async worker's requests wait on their own,
+// not behind each other, and a mean of a few of its waits varies by a
+// fifth or more: read as a line, that noise took a slow async worker's
+// baseline to a fraction of its waits). A
 // worker whose requests queue behind each other (rtt = occupancy x S for a
 // single-threaded CPU-bound one) extrapolates to S, and no lower than the
 // lower point's latency shared by the requests it held.
@@ -818,7 +821,7 @@ func loneLatency(o1, r1, o2, r2 float64) float64 {
 	if o1 > o2 {
 		o1, r1, o2, r2 = o2, r2, o1, r1
 	}
-	if o2 < 1.5*o1 || r2 <= r1 {
+	if o2 < 1.5*o1 || r2/r1-1 < 0.75*(o2/o1-1) {
 		return min(r1, r2)
 	}
 	slope := (r2 - r1) / (o2 - o1)
