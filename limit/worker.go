@@ -295,7 +295,7 @@ type Worker struct {
 	loadN, loadWindows int
 	// The estimate under load gathered over more than one window at the
 	// lowest occupancy since the baseline was last measured without load
-	// or a window under load held four completions: its occupancy (0:
+	// or a window under load held eight completions: its occupancy (0:
 	// none) and rtt, ns.
 	sparseOcc, sparseRTT float64
 	prevOcc              float64 // the last window's occupancy; -1 before the first
@@ -760,8 +760,8 @@ func (w *Worker) settleFor(now time.Time, rtt float64) {
 // one window each, were held at occupancies half again apart (the lowest
 // since the last baseline measured without load, and the latest), the
 // latency of one request alone is read off the line through them (see
-// loneLatency). Only while no window under load held four completions: a
-// fast worker's windows are short of them only in a stall (the front's
+// loneLatency). Only while no window under load held eight completions: a
+// fast worker's windows are short of four only in a stall (the front's
 // CPU taken for a moment), whose latency grows with whatever the worker
 // held, and read so, a fresh front's async workers were cut for latency
 // now and then.
@@ -791,11 +791,14 @@ func (w *Worker) learnBaseline(rtt float64, peak int, occupancy float64) {
 	w.loadSum, w.loadN, w.loadOcc, w.loadWindows = 0, 0, 0, 0
 	est := rtt
 	switch {
-	case !sparse:
-		// Four in one window: not a slow worker, or no longer. A window
+	case !sparse && w.n >= 2*workerMinSamples:
+		// Eight in one window: not a slow worker, or no longer. A window
 		// short of completions is then a stall (the front's, or the
-		// worker's), whose latency says nothing of what it holds.
+		// worker's), whose latency says nothing of what it holds. (A
+		// slow worker's completions bunch after a stall of its own: four
+		// in a window now and then.)
 		w.sparseOcc, w.sparseRTT = 0, 0
+	case !sparse:
 	case w.sparseOcc == 0 || occ < w.sparseOcc:
 		w.sparseOcc, w.sparseRTT = occ, rtt
 	default:

@@ -82,17 +82,18 @@ func TestLoneLatency(t *testing.T) {
 
 // The no-load latency of a worker under load: the line through two means
 // gathered over more than one window each, unless a window between them
-// held four completions (the worker is not slow; windows short of them
+// held eight completions (the worker is not slow; windows short of four
 // are stalls).
 func TestWorkerBaselineFromSparseMeans(t *testing.T) {
 	ms := time.Millisecond
 	for _, tc := range []struct {
-		name string
-		fast bool // a window with four completions between the two means
-		want time.Duration
+		name    string
+		between int // completions of a window between the two means; 0: none
+		want    time.Duration
 	}{
-		{"two slow means", false, 50 * ms},
-		{"a fast window between", true, 100 * ms},
+		{"two slow means", 0, 50 * ms},
+		{"four in a window between", 4, 50 * ms},
+		{"a fast window between", 8, 100 * ms},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			now := time.Unix(0, 0)
@@ -111,8 +112,8 @@ func TestWorkerBaselineFromSparseMeans(t *testing.T) {
 			}
 			window(2, 2, 100*ms) // held 2, two completions of 100 ms a window
 			window(2, 2, 100*ms)
-			if tc.fast {
-				window(2, 4, 100*ms)
+			if tc.between > 0 {
+				window(2, tc.between, 100*ms)
 			}
 			window(6, 2, 300*ms) // held 6: 300 ms, as queued behind each other
 			window(6, 2, 300*ms)
