@@ -480,7 +480,7 @@ func (w *Worker) saturationRule(now time.Time, elapsed time.Duration, l, peak in
 	inflated, severe, rtt := false, false, 0.0
 	if w.n > 0 {
 		rtt = w.sumRTT / float64(w.n)
-		w.learnBaseline(rtt, peak, occupancy)
+		w.learnBaseline(peak, occupancy)
 		inflated = w.guarded(rtt, workerGuardGrowth)
 		severe = w.guarded(rtt, workerGuardCut)
 	}
@@ -638,7 +638,7 @@ func (w *Worker) latencyRule(now time.Time, l, peak int, occupancy float64) int 
 		return int(math.Floor(0.9 * float64(l)))
 	}
 	rtt := w.sumRTT / float64(w.n)
-	w.learnBaseline(rtt, peak, occupancy)
+	w.learnBaseline(peak, occupancy)
 	return w.climb(now, l, peak, occupancy, rtt, false)
 }
 
@@ -737,7 +737,7 @@ func (w *Worker) settleFor(now time.Time, rtt float64) {
 }
 
 // learnBaseline learns the no-load latency from a window's completions
-// (rtt their mean, occupancy the requests the worker held on average): it
+// (occupancy: the requests the worker held on average): it
 // is the mean latency of the last run of windows in which the worker never
 // held two requests at once, once that run has workerMinSamples
 // completions, so that a worker that became slower for good is followed;
@@ -765,7 +765,7 @@ func (w *Worker) settleFor(now time.Time, rtt float64) {
 // CPU taken for a moment), whose latency grows with whatever the worker
 // held, and read so, a fresh front's async workers were cut for latency
 // now and then.
-func (w *Worker) learnBaseline(rtt float64, peak int, occupancy float64) {
+func (w *Worker) learnBaseline(peak int, occupancy float64) {
 	if peak <= 1 {
 		w.loadSum, w.loadN, w.loadOcc, w.loadWindows = 0, 0, 0, 0
 		w.lightSum += w.sumRTT
@@ -785,7 +785,7 @@ func (w *Worker) learnBaseline(rtt float64, peak int, occupancy float64) {
 	if w.loadN < workerMinSamples {
 		return
 	}
-	rtt = w.loadSum / float64(w.loadN)
+	rtt := w.loadSum / float64(w.loadN)
 	occ := w.loadOcc / float64(w.loadN)
 	sparse := w.loadWindows > 1
 	w.loadSum, w.loadN, w.loadOcc, w.loadWindows = 0, 0, 0, 0
@@ -816,15 +816,15 @@ func (w *Worker) learnBaseline(rtt float64, peak int, occupancy float64) {
 // as much as occupancy did (an async worker's requests wait on their own,
 // not behind each other, and a mean of a few of its waits varies by a
 // fifth or more: read as a line, that noise took a slow async worker's
-// baseline to a fraction of its waits). A
-// worker whose requests queue behind each other (rtt = occupancy x S for a
-// single-threaded CPU-bound one) extrapolates to S, and no lower than the
-// lower point's latency shared by the requests it held.
+// baseline to a fraction of its waits). A worker whose requests queue
+// behind each other (rtt = occupancy x S for a single-threaded CPU-bound
+// one) extrapolates to S, and no lower than the lower point's latency
+// shared by the requests it held.
 func loneLatency(o1, r1, o2, r2 float64) float64 {
 	if o1 > o2 {
 		o1, r1, o2, r2 = o2, r2, o1, r1
 	}
-	if o2 < 1.5*o1 || r2/r1-1 < 0.75*(o2/o1-1) {
+	if o1 <= 0 || r1 <= 0 || o2 < 1.5*o1 || r2/r1-1 < 0.75*(o2/o1-1) {
 		return min(r1, r2)
 	}
 	slope := (r2 - r1) / (o2 - o1)

@@ -73,6 +73,8 @@ func TestLoneLatency(t *testing.T) {
 		{"latency that fell", 4, 300 * ms, 12, 280 * ms, 280 * ms},
 		{"occupancies too close", 4, 240 * ms, 5, 300 * ms, 240 * ms},
 		{"under one request held", 0.5, 60 * ms, 3, 180 * ms, 60 * ms},
+		{"no latency at the lower point", 2, 0, 6, 300 * ms, 0},
+		{"nothing held at the lower point", 0, 60 * ms, 6, 300 * ms, 60 * ms},
 	} {
 		if got := loneLatency(tc.o1, tc.r1, tc.o2, tc.r2); math.Abs(got-tc.want) > 1e-6*ms {
 			t.Errorf("%s: loneLatency(%v, %v, %v, %v) = %v, want %v", tc.name, tc.o1, tc.r1/ms, tc.o2, tc.r2/ms, got/ms, tc.want/ms)
