@@ -44,31 +44,13 @@ func Capacity(ctx context.Context, urls []string, perURL int, d time.Duration, n
 // that follows draws it (loadgen.Config.QueryMix): the capacity of a
 // workload of mixed costs. An empty mix is Capacity.
 func CapacityMix(ctx context.Context, urls []string, perURL int, d time.Duration, mix []loadgen.Weighted) (CapacityResult, error) {
+	if len(mix) == 0 {
+		return Capacity(ctx, urls, perURL, d, false)
+	}
+	c := loadgen.NewChooser(mix)
 	return capacity(ctx, urls, perURL, d, false, func(ctx context.Context, u string) (*http.Request, error) {
-		return http.NewRequestWithContext(ctx, http.MethodGet, withQuery(u, drawWeighted(mix, rand.Float64())), nil)
+		return http.NewRequestWithContext(ctx, http.MethodGet, withQuery(u, mix[c.At(rand.Float64())].Value), nil)
 	})
-}
-
-// drawWeighted returns the value of mix that x, in [0, 1), falls on when
-// the weights are laid end to end; "" for an empty mix.
-func drawWeighted(mix []loadgen.Weighted, x float64) string {
-	var total float64
-	for _, w := range mix {
-		total += w.Weight
-	}
-	x *= total
-	for _, w := range mix {
-		if x < w.Weight {
-			return w.Value
-		}
-		x -= w.Weight
-	}
-	for i := len(mix) - 1; i >= 0; i-- { // x rounded past the end
-		if mix[i].Weight > 0 {
-			return mix[i].Value
-		}
-	}
-	return ""
 }
 
 // withQuery appends the query q to the URL u, after u's own if it has one.

@@ -98,23 +98,6 @@ func TestCapacityMixDrawsTheQuery(t *testing.T) {
 	}
 }
 
-func TestDrawWeighted(t *testing.T) {
-	mix := []loadgen.Weighted{{Value: "a", Weight: 3}, {Value: "b", Weight: 0}, {Value: "c", Weight: 1}, {Value: "d", Weight: 0}}
-	for _, tc := range []struct {
-		x    float64
-		want string
-	}{
-		{0, "a"}, {0.74, "a"}, {0.75, "c"}, {0.999999, "c"}, {1, "c"},
-	} {
-		if got := drawWeighted(mix, tc.x); got != tc.want {
-			t.Errorf("drawWeighted(%v) = %q, want %q", tc.x, got, tc.want)
-		}
-	}
-	if got := drawWeighted(nil, 0.5); got != "" {
-		t.Errorf("drawWeighted of no mix = %q, want empty", got)
-	}
-}
-
 func TestWithQuery(t *testing.T) {
 	for _, tc := range []struct{ u, q, want string }{
 		{"http://h/", "", "http://h/"},

@@ -56,7 +56,7 @@ type generator struct {
 	policy  retryPolicy
 	urls    []string  // the target with each QueryMix value applied
 	host    string    // from a Host entry in cfg.Header
-	mixes   []chooser // the header mixes in order, then QueryMix if any
+	mixes   []Chooser // the header mixes in order, then QueryMix if any
 	classes []string  // one per mix value: mix i's value j is classes[base[i]+j]
 	base    []int
 }
@@ -74,7 +74,7 @@ func newGenerator(cfg Config) (*generator, error) {
 	}
 	for _, m := range cfg.HeaderMixes {
 		g.base = append(g.base, len(g.classes))
-		g.mixes = append(g.mixes, newChooser(m.Values))
+		g.mixes = append(g.mixes, NewChooser(m.Values))
 		for _, v := range m.Values {
 			g.classes = append(g.classes, http.CanonicalHeaderKey(m.Name)+"="+v.Value)
 		}
@@ -87,7 +87,7 @@ func newGenerator(cfg Config) (*generator, error) {
 		g.urls = []string{target.String()}
 	} else {
 		g.base = append(g.base, len(g.classes))
-		g.mixes = append(g.mixes, newChooser(cfg.QueryMix))
+		g.mixes = append(g.mixes, NewChooser(cfg.QueryMix))
 		for _, q := range cfg.QueryMix {
 			u := *target
 			if u.RawQuery != "" && q.Value != "" {
@@ -405,13 +405,17 @@ func isReasonToken(s string) bool {
 	return true
 }
 
-// chooser draws an index by weight.
-type chooser struct {
+// Chooser draws an index of a mix by weight: the load's header and query
+// mixes, and whatever else draws from the same mixes (the evaluation
+// suite's capacity measurement).
+type Chooser struct {
 	cum []float64 // running sums of the weights
 }
 
-func newChooser(ws []Weighted) chooser {
-	c := chooser{cum: make([]float64, len(ws))}
+// NewChooser returns a Chooser of ws, whose weights Config.Validate
+// accepts (at least one positive).
+func NewChooser(ws []Weighted) Chooser {
+	c := Chooser{cum: make([]float64, len(ws))}
 	var sum float64
 	for i, w := range ws {
 		sum += w.Weight
@@ -420,8 +424,10 @@ func newChooser(ws []Weighted) chooser {
 	return c
 }
 
-func (c chooser) pick(rnd *rand.Rand) int {
-	x := rnd.Float64() * c.cum[len(c.cum)-1]
+// At returns the index that x, in [0, 1), falls on when the weights are
+// laid end to end: never one of weight 0.
+func (c Chooser) At(x float64) int {
+	x *= c.cum[len(c.cum)-1]
 	for i, s := range c.cum {
 		if x < s {
 			return i
@@ -429,3 +435,5 @@ func (c chooser) pick(rnd *rand.Rand) int {
 	}
 	return len(c.cum) - 1
 }
+
+func (c Chooser) pick(rnd *rand.Rand) int { return c.At(rnd.Float64()) }

@@ -510,3 +510,18 @@ func TestRunPhasesAndSeries(t *testing.T) {
 		}
 	})
 }
+
+// A Chooser lays the weights end to end and never lands on one of 0.
+func TestChooserAt(t *testing.T) {
+	c := loadgen.NewChooser([]loadgen.Weighted{{Value: "a", Weight: 3}, {Value: "b", Weight: 0}, {Value: "c", Weight: 1}, {Value: "d", Weight: 0}})
+	for _, tc := range []struct {
+		x    float64
+		want int
+	}{
+		{0, 0}, {0.74, 0}, {0.75, 2}, {0.999999, 2},
+	} {
+		if got := c.At(tc.x); got != tc.want {
+			t.Errorf("At(%v) = %d, want %d", tc.x, got, tc.want)
+		}
+	}
+}
