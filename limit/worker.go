@@ -737,16 +737,16 @@ func (w *Worker) settleFor(now time.Time, rtt float64) {
 }
 
 // learnBaseline learns the no-load latency from a window's completions
-// (occupancy: the requests the worker held on average): it
-// is the mean latency of the last run of windows in which the worker never
-// held two requests at once, once that run has workerMinSamples
-// completions, so that a worker that became slower for good is followed;
-// or a lower mean of windows under load with as many completions. The
-// samples keep one odd request from setting it: a health check or a cached
-// page through the front, answered in a millisecond, alone in a window,
-// made every request after it look queued for as long as the worker stayed
-// busy, and the guard cut its limit (measured on real Node workers, a
-// baseline of 35 ms for 65 ms requests).
+// (occupancy: the requests the worker held on average): it is the mean
+// latency of the last run of windows in which the worker never held two
+// requests at once, once that run has workerMinSamples completions, so
+// that a worker that became slower for good is followed; or a lower mean
+// of windows under load with as many completions. The samples keep one odd
+// request from setting it: a health check or a cached page through the
+// front, answered in a millisecond, alone in a window, made every request
+// after it look queued for as long as the worker stayed busy, and the
+// guard cut its limit (measured on real Node workers, a baseline of 35 ms
+// for 65 ms requests).
 //
 // Under load the samples are gathered over as many windows as they take:
 // a worker whose requests take 40 ms or more finishes fewer than
@@ -824,7 +824,7 @@ func loneLatency(o1, r1, o2, r2 float64) float64 {
 	if o1 > o2 {
 		o1, r1, o2, r2 = o2, r2, o1, r1
 	}
-	if o1 <= 0 || r1 <= 0 || o2 < 1.5*o1 || r2/r1-1 < 0.75*(o2/o1-1) {
+	if o2 < 1.5*o1 || r2/r1-1 < 0.75*(o2/o1-1) {
 		return min(r1, r2)
 	}
 	slope := (r2 - r1) / (o2 - o1)
