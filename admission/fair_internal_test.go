@@ -295,6 +295,52 @@ func TestCoDelStallIsNotOverload(t *testing.T) {
 	}
 }
 
+// An overload's regime is held through the windows between the floor's
+// bursts of sheds, which shed nothing and grow the queue by less than two
+// fifths of their arrivals, while arrivals stay past the slots' busy rate
+// and the sheds' smoothed share above 5%. It ends once the sheds fade
+// (the load back at capacity) or arrivals fall under the busy rate.
+func TestCoDelOverloadHeld(t *testing.T) {
+	r := newRegimeWindows(30)
+	// The slots finish 200/s while the queue stands; 20 arrive a window.
+	r.windows(8, 20, 20, 0, 0)
+	// 1.4x: 28 arrive a window, 8 of them shed.
+	if !r.windows(4, 28, 20, 8, 0) {
+		t.Fatal("1.4x with 8 of 28 shed a window: calm, want overloaded")
+	}
+	for i := range 2 {
+		if !r.window(28, 20, 0, 0) {
+			t.Fatalf("1.4x, window %d between bursts of sheds: calm, want overloaded (held)", i+1)
+		}
+	}
+	if !r.window(28, 20, 8, 0) {
+		t.Fatal("1.4x, sheds again: calm, want overloaded")
+	}
+	// Back at capacity: nothing shed; the sheds' share fades.
+	if r.windows(5, 20, 20, 0, 0) {
+		t.Error("back at 1x without sheds for 0.5 s: overloaded, want calm")
+	}
+
+	r = newRegimeWindows(30)
+	r.windows(8, 20, 20, 0, 0)
+	r.windows(4, 28, 20, 8, 0)
+	// 0.8x: arrivals fall under the busy rate while the queue's rest is
+	// still shed.
+	if r.windows(4, 16, 20, 2, 0) {
+		t.Error("0.8x for 0.4 s, still shedding: overloaded, want calm")
+	}
+
+	// An onset judged by a stall's queue alone, before any busy window,
+	// sheds nothing: it is not held.
+	r = newRegimeWindows(10)
+	if !r.window(20, 5, 0, 0) {
+		t.Fatal("a stall before any busy window: calm, want overloaded")
+	}
+	if r.window(20, 20, 0, 0) {
+		t.Error("after a stall judged overloaded, at 1x: overloaded, want calm (nothing shed: not held)")
+	}
+}
+
 // At about capacity a queue that drifts past the calm sojourn is shed as
 // it passes it, and a window may see a fifth of its arrivals shed; that
 // alone is not an overload while arrivals come no faster than 1.2 times
