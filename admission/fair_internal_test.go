@@ -341,6 +341,36 @@ func TestCoDelOverloadHeld(t *testing.T) {
 	}
 }
 
+// An overload of 1.3x grows the queue by less than two fifths of its
+// arrivals a window and sheds nothing at first; the queue growing in three
+// windows in a row while the slots keep their pace, and the arrivals
+// outrunning the busy rate by more than a fifth, judge it. A queue that
+// grows as fast because the slots slowed (a stall) does not.
+func TestCoDelOnsetByPacedGrowth(t *testing.T) {
+	r := newRegimeWindows(10)
+	// The slots finish 200/s while the queue stands; 20 arrive a window.
+	r.windows(8, 20, 20, 0, 0)
+	// 1.3x: 26 arrive a window, 20 admitted, none shed.
+	if r.windows(2, 26, 20, 0, 0) {
+		t.Error("1.3x for 0.2 s: overloaded, want calm (two windows of growth)")
+	}
+	if !r.windows(3, 26, 20, 0, 0) {
+		t.Error("1.3x for 0.5 s, the queue growing in every window: calm, want overloaded")
+	}
+
+	// A stall: the slots at half the busy rate for half a second, the
+	// queue growing in every window. The busy rate it pulls down, a
+	// quarter in four windows, leaves the arrivals more than a fifth past
+	// it.
+	r = newRegimeWindows(10)
+	r.windows(8, 20, 20, 0, 0)
+	for i := range 5 {
+		if r.window(20, 10, 0, 0) {
+			t.Fatalf("a stall at half the busy rate, window %d: overloaded, want calm", i+1)
+		}
+	}
+}
+
 // At about capacity a queue that drifts past the calm sojourn is shed as
 // it passes it, and a window may see a fifth of its arrivals shed; that
 // alone is not an overload while arrivals come no faster than 1.2 times

@@ -297,3 +297,22 @@ func TestOverloadRegimeHeld(t *testing.T) {
 		}
 	}
 }
+
+// From idle at 1.3x-1.6x the queue grows by less than two fifths of the
+// arrivals a window, yet it grows in every window while the slots keep
+// their pace: the overload is judged then, not once the queue has stood
+// the calm 250 ms (a p99 over 10 s, first in first out, of 272 and 273
+// ms judged by its first burst of sheds).
+func TestModestOverloadJudgedAtItsOnset(t *testing.T) {
+	for _, rho := range []float64{1.3, 1.6} {
+		cfg := renderers(rho)
+		cfg.dur, cfg.fifo = 10*time.Second, true
+		runs := runSeeds(t, cfg, 3)
+		if got := median(runs, func(r stallRes) float64 { return r.latency(0.99).Seconds() }); got > 0.2 {
+			t.Errorf("10 s at %vx: p99 latency %.0f ms, want <= 200 ms", rho, got*1000)
+		}
+		if got := median(runs, func(r stallRes) float64 { return r.goodput(rho) }); got < 0.98 {
+			t.Errorf("10 s at %vx: goodput %.3f of capacity, want >= 0.98", rho, got)
+		}
+	}
+}
