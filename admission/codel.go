@@ -210,7 +210,13 @@ func codelFloor(service time.Duration, slots int64) time.Duration {
 // capacity the arrivals do not outrun the busy rate by a fifth. In
 // simulation the p99 of 10 s from idle fell to 146 ms at 1.3x and 112 ms
 // at 1.6x (first in first out), and stalls at 0.9x-1x were queued through
-// as before.
+// as before. A window that waited through a lull for its arrivals (its
+// rate under a quarter of the smoothed one, over more than two windows'
+// time) is not folded into the smoothed rate but resets it, and the next
+// window sets it afresh: folded in, it held the rate a quarter down for
+// the windows after, so that a load resumed past capacity was judged half
+// a second late (a Hypernova suite run's 1x, after the idle between its
+// phases, stood to the calm sojourn for 750 ms).
 //
 // In simulation (stall_test.go: two renderers of 10 ms) this served 99.1%
 // at exactly capacity against 95.7% with the floor alone, and 98.9% at
@@ -276,9 +282,16 @@ func (c *codel) roll(now time.Time, arrivals, admitted, sheds uint64, queued int
 		shed := float64(sheds - c.sheds)
 		excess := shed + float64(queued-c.queued)
 		rate := float64(n) / elapsed
-		if c.arrivalRate == 0 {
+		switch {
+		case c.arrivalRate == 0:
 			c.arrivalRate = rate
-		} else {
+		case rate < c.arrivalRate/4 && elapsed > 2*regimeWindow.Seconds():
+			// A lull: the window waited for its arrivals, most of which
+			// came at its end. Its rate says nothing of the load now, and
+			// folded in it held the smoothed rate a quarter down for the
+			// windows after; the next window's sets it afresh.
+			c.arrivalRate = 0
+		default:
 			c.arrivalRate += (rate - c.arrivalRate) / 4
 		}
 		c.shedAvg += (shed/float64(n) - c.shedAvg) / 4

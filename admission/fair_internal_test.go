@@ -358,6 +358,16 @@ func TestCoDelOnsetByPacedGrowth(t *testing.T) {
 		t.Error("1.3x for 0.5 s, the queue growing in every window: calm, want overloaded")
 	}
 
+	// After a lull of 10 s, the window that waited for its arrivals does
+	// not hold the arrivals' smoothed rate down: 1.3x is judged as soon.
+	r = newRegimeWindows(10)
+	r.windows(8, 20, 20, 0, 0)
+	r.now = r.now.Add(10 * time.Second)
+	r.window(16, 16, 0, 0)
+	if !r.windows(4, 26, 20, 0, 0) {
+		t.Error("1.3x for 0.4 s after a lull, the queue growing in every window: calm, want overloaded")
+	}
+
 	// A stall: the slots at half the busy rate for half a second, the
 	// queue growing in every window. The busy rate it pulls down, a
 	// quarter in four windows, leaves the arrivals more than a fifth past
