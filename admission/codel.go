@@ -248,7 +248,7 @@ type codel struct {
 	// first.
 	busyRate float64
 	// arrivalRate is the arrivals' rate, per second, smoothed over the
-	// windows judged; 0 before the first.
+	// windows judged; 0 before the first and after a lull.
 	arrivalRate float64
 	// shedAvg is the share of the arrivals shed for overload, smoothed
 	// over the windows judged.
@@ -298,24 +298,24 @@ func (c *codel) roll(now time.Time, arrivals, admitted, sheds uint64, queued int
 		surge := c.busyRate == 0 || rate > surgeShare*c.busyRate
 		loaded := c.busyRate == 0 || c.arrivalRate > loadShare*c.busyRate
 		held := c.overloaded && c.busyRate > 0 && c.arrivalRate > c.busyRate && c.shedAvg > holdShedShare
-		paced := true
+		// A window that began and ended with a queue measures what the
+		// slots finished: the admitted less those still held. Not the
+		// admissions alone, which a limit raised (a worker's probe up)
+		// bunches into one window. A window that did not is taken to have
+		// kept the pace, as nothing measures it.
+		busy := c.queued > 0 && queued > 0
 		r := 0.0
-		if c.queued > 0 && queued > 0 {
-			// What the slots finished: the admitted less those still held.
-			// Not the admissions alone, which a limit raised (a worker's
-			// probe up) bunches into one window.
-			done := max(float64(admitted-c.admitted)-float64(inflight-c.inflight), 0)
-			r = done / elapsed
-			paced = r >= pacedShare*c.busyRate
+		if busy {
+			r = max(float64(admitted-c.admitted)-float64(inflight-c.inflight), 0) / elapsed
 		}
-		if queued > c.queued && paced {
+		if queued > c.queued && (!busy || r >= pacedShare*c.busyRate) {
 			c.grew++
 		} else {
 			c.grew = 0
 		}
-		onset := c.grew >= onsetWindows && c.busyRate > 0 && c.arrivalRate > loadShare*c.busyRate
+		onset := c.grew >= onsetWindows && c.busyRate > 0 && loaded
 		c.overloaded = shed > shedShare*float64(n) && loaded || excess > excessShare*float64(n) && surge || held || onset
-		if c.queued > 0 && queued > 0 {
+		if busy {
 			switch {
 			case c.busyRate == 0:
 				c.busyRate = r

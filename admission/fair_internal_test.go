@@ -369,8 +369,8 @@ func TestCoDelOnsetByPacedGrowth(t *testing.T) {
 	}
 
 	// A stall: the slots at half the busy rate for half a second, the
-	// queue growing in every window. The busy rate it pulls down, a
-	// quarter in four windows, leaves the arrivals more than a fifth past
+	// queue growing in every window. The busy rate it pulls down, by a
+	// fifth in four windows, leaves the arrivals more than a fifth past
 	// it.
 	r = newRegimeWindows(10)
 	r.windows(8, 20, 20, 0, 0)
