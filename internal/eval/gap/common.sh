@@ -1,9 +1,14 @@
-# common.sh: what async-ab.sh, fresh-ab.sh, lookahead-ab.sh, next-ab.sh and shift-ab.sh
-# share, sourced by them: the two builds to compare, a work directory,
+# common.sh: what async-ab.sh, fresh-ab.sh, hypernova-ab.sh, lookahead-ab.sh, next-ab.sh
+# and shift-ab.sh share, sourced by them: the two builds to compare (BIN_A
+# and BIN_B, unless the script takes a list in BINS), a work directory,
 # every process started ended by PID on exit (and waited for, so that a run
-# after it finds its ports free), the async workers, and the fronts.
-BIN_A=${BIN_A:?set BIN_A to a sluice binary}
-BIN_B=${BIN_B:?set BIN_B to a sluice binary}
+# after it finds its ports free), the async workers, and the fronts, on
+# FRONT_CPUS (0; empty: on every CPU, as the shared layout runs them).
+if [ -z "${BINS:-}" ]; then
+	BIN_A=${BIN_A:?set BIN_A to a sluice binary}
+	BIN_B=${BIN_B:?set BIN_B to a sluice binary}
+fi
+FRONT_CPUS=${FRONT_CPUS-0}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
 Q=${Q:-?io=60}
 work=$(mktemp -d)
@@ -25,7 +30,20 @@ start_workers() {
 	done
 }
 
-# start_haproxy PORT MAXCONN WORKER_PORT...: HAProxy on CPU 0 at PORT,
+# spawn_front LOG COMMAND...: COMMAND in the background on FRONT_CPUS, its
+# output to LOG, its PID (taskset execs it) added to pids.
+spawn_front() {
+	local log=$1
+	shift
+	if [ -n "$FRONT_CPUS" ]; then
+		taskset -c "$FRONT_CPUS" "$@" >"$log" 2>&1 &
+	else
+		"$@" >"$log" 2>&1 &
+	fi
+	pids+=($!)
+}
+
+# start_haproxy PORT MAXCONN WORKER_PORT...: HAProxy on FRONT_CPUS at PORT,
 # leastconn over the workers with maxconn MAXCONN each and a 500 ms queue.
 start_haproxy() {
 	local port=$1 maxconn=$2 w i=0
@@ -50,11 +68,11 @@ Y
 			echo "  server w$i 127.0.0.1:$w maxconn $maxconn"
 		done
 	} >"$work/haproxy-$port.cfg"
-	taskset -c 0 haproxy -f "$work/haproxy-$port.cfg" >"$work/haproxy-$port.log" 2>&1 & pids+=($!)
+	spawn_front "$work/haproxy-$port.log" haproxy -f "$work/haproxy-$port.cfg"
 }
 
 # start_front NAME BINARY PORT ADMIN_PORT CONCURRENCY SERVER_KEYS WORKER_PORT...:
-# `sluice serve` on CPU 0 at PORT, the workers as upstreams at CONCURRENCY
+# `sluice serve` on FRONT_CPUS at PORT, the workers as upstreams at CONCURRENCY
 # each, SERVER_KEYS (", key: value", or empty) added to its server: keys.
 start_front() {
 	local name=$1 bin=$2 port=$3 admin=$4 conc=$5 keys=$6 w
@@ -68,5 +86,5 @@ start_front() {
 			echo "    - {address: 127.0.0.1:$w, concurrency: $conc}"
 		done
 	} >"$work/$name.yaml"
-	taskset -c 0 "$bin" serve -c "$work/$name.yaml" >"$work/$name.log" 2>&1 & pids+=($!)
+	spawn_front "$work/$name.log" "$bin" serve -c "$work/$name.yaml"
 }

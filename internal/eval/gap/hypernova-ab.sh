@@ -11,7 +11,8 @@
 #   BINS="/tmp/sluice-before /tmp/sluice" RATE=500 ROUNDS=4 internal/eval/gap/hypernova-ab.sh
 #
 # The fronts live across the rounds (started once, warmed by a 2 s turn
-# each). HAProxy has maxconn 1 a worker, leastconn and a 500 ms queue. A
+# each), on every CPU unless FRONT_CPUS says (common.sh). HAProxy has
+# maxconn 1 a worker, leastconn and a 500 ms queue. A
 # line per run gives goodput and delivered/s, success %, p50 and p99, the
 # workers' CPU per success (from /proc/<pid>/stat: the host's speed in that
 # turn, which sets each ratio), errors and, for sluice, the worker limits at
@@ -19,11 +20,8 @@
 # every process is ended by PID.
 set -euo pipefail
 read -r -a bins <<<"${BINS:?set BINS to one or more sluice binaries}"
-root=$(cd "$(dirname "$0")/../../.." && pwd)
-work=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
-trap cleanup EXIT
+FRONT_CPUS=${FRONT_CPUS-} # the shared cores
+. "$(dirname "$0")/common.sh"
 body='{"page":{"name":"Page","data":{"page":7,"items":'${ITEMS:-23}'}}}'
 bench() { "${bins[0]}" bench -method POST -H 'Content-Type: application/json' -body "$body" "$@"; }
 cd "$root/internal/eval/hypernova"
@@ -39,36 +37,10 @@ for _ in $(seq 200); do
 done
 names=() ports=() admins=()
 for i in "${!bins[@]}"; do
-	cat >"$work/front-$i.yaml" <<Y
-server: {listen: 127.0.0.1:$((4510 + i)), trustedPeers: [127.0.0.1]}
-admin: {listen: 127.0.0.1:$((4520 + i))}
-upstreams:
-  servers:
-    - {address: 127.0.0.1:4501}
-    - {address: 127.0.0.1:4502}
-Y
-	"${bins[$i]}" serve -c "$work/front-$i.yaml" >"$work/front-$i.log" 2>&1 & pids+=($!)
+	start_front "front-$i" "${bins[$i]}" $((4510 + i)) $((4520 + i)) auto "" 4501 4502
 	names+=("S$i") ports+=($((4510 + i))) admins+=($((4520 + i)))
 done
-cat >"$work/haproxy.cfg" <<Y
-global
-  maxconn 5000
-defaults
-  mode http
-  timeout connect 1s
-  timeout client 10s
-  timeout server 10s
-  timeout queue 500ms
-  option abortonclose
-frontend f
-  bind 127.0.0.1:4530
-  default_backend b
-backend b
-  balance leastconn
-  server w1 127.0.0.1:4501 maxconn 1
-  server w2 127.0.0.1:4502 maxconn 1
-Y
-haproxy -f "$work/haproxy.cfg" >"$work/haproxy.log" 2>&1 & pids+=($!)
+start_haproxy 4530 1 4501 4502
 names+=(haproxy) ports+=(4530) admins+=("")
 for _ in $(seq 100); do
 	ok=1
