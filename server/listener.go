@@ -144,8 +144,10 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		if l.max > 0 && l.conns.open.Load() >= l.max && (!l.conns.reclaim() || l.conns.open.Load() >= l.max) {
 			// (A reclaimed connection may have been one for probes only.)
 			if l.conns.open.Load() >= l.max+l.probes {
-				c.Close()
+				// Counted before the close, so that a client that has seen
+				// it closed finds it counted.
 				l.conns.refused.Add(1)
+				c.Close()
 				if !l.full {
 					l.full = true
 					l.log.Warn("server: connection limit reached, refusing connections", "maxConnections", l.max)
