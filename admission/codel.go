@@ -10,6 +10,12 @@ const (
 	// before a few slots are judged overloaded.
 	standingDepth = 12
 
+	// idleShare is the share of the time the slots may idle for want of a
+	// queued request under an overload, and minDepth the least depth the
+	// overload floor lets stand whatever the overload (see overloadDepth).
+	idleShare = 0.01
+	minDepth  = 2
+
 	// calmSojourn is the least sojourn judged standing while the
 	// Controller is not overloaded, and the most while it is (see codel).
 	calmSojourn = 250 * time.Millisecond
@@ -53,10 +59,24 @@ const (
 )
 
 // codelFloor is the least sojourn judged standing, given the mean service
-// time and the slots serving the queue (see codel).
-func codelFloor(service time.Duration, slots int64) time.Duration {
-	q := standingDepth / float64(max(slots, 1))
+// time, the slots serving the queue and the depth, in requests, it lets
+// stand (see codel).
+func codelFloor(service time.Duration, slots int64, depth float64) time.Duration {
+	q := depth / float64(max(slots, 1))
 	return time.Duration(float64(service) * max(q, 2*math.Sqrt(q)))
+}
+
+// overloadDepth is the depth, in requests, a queue needs under an overload
+// of rho (arrivals over the rate the slots serve) so that the slots idle
+// for want of one at most idleShare of the time: k with
+// (rho-1)/(rho^(k+1)-1) = idleShare, a queue of k shedding its excess
+// (see codel); standingDepth at most.
+func overloadDepth(rho float64) float64 {
+	if rho <= 1+idleShare {
+		return standingDepth
+	}
+	k := math.Log1p((rho-1)/idleShare)/math.Log(rho) - 1
+	return min(max(k, minDepth), standingDepth)
 }
 
 // codel decides, at each dequeue, whether a request has waited too long in
@@ -99,8 +119,9 @@ func codelFloor(service time.Duration, slots int64) time.Duration {
 // well under the target (an API answering in a millisecond), the target
 // rules.
 //
-// The floor is what a queue may stand to under overload. At or below
-// capacity a queue also stands, and sheds there are goodput thrown away:
+// The floor is what a queue may stand to under overload (at a depth that
+// falls as the overload grows: below). At or below capacity a queue also
+// stands, and sheds there are goodput thrown away:
 //
 //   - At exactly capacity the queue is a random walk with nothing pulling
 //     it back, and a shed threshold of k requests sheds about 1/(k+1) of
@@ -217,6 +238,22 @@ func codelFloor(service time.Duration, slots int64) time.Duration {
 // the windows after, so that a load resumed past capacity was judged half
 // a second late (a Hypernova suite run's 1x, after the idle between its
 // phases, stood to the calm sojourn for 750 ms).
+//
+// Under overload the floor's depth follows the overload. Twelve requests
+// keep the slots busy through a queue's random walk at capacity; past it
+// the arrivals refill the queue the faster the heavier the overload, and a
+// queue of k requests that sheds its excess leaves the slots idle for want
+// of one (rho-1)/(rho^(k+1)-1) of the time at rho times capacity (a queue
+// of bounded size, M/M/1/k). So, overloaded, the depth is the k that makes
+// that idleShare (1%) at the overload measured, the arrivals' smoothed
+// rate over the busy rate: twelve requests up to about 1.2x (which would
+// need sixteen), 8.7 at 1.5x, 5.7 at 2x, 3.1 at 4x, 2.2 at 8x, two at
+// least. Twelve requests of a heavy render are a long wait: two renderers
+// of 40 ms (four slots with their lookahead) stood a queue of 250 ms at
+// every overload, the requests shed hearing their 503 after 259-261 ms at
+// 4x and 8x; with the overload's depth after 155 and 132 ms, the p99 of
+// the served 169 and 162 ms against 290 and 278 (newest first), with the
+// same goodput (stall_test.go).
 //
 // In simulation (stall_test.go: two renderers of 10 ms) this served 99.1%
 // at exactly capacity against 95.7% with the floor alone, and 98.9% at
@@ -340,6 +377,16 @@ func (c *codel) judged(floor time.Duration) time.Duration {
 		return min(floor, calmSojourn)
 	}
 	return max(min(floor, calmLongest-c.interval), calmSojourn)
+}
+
+// depth returns the depth, in requests, the floor lets stand: under an
+// overload measured (the arrivals' smoothed rate over the busy rate) what
+// keeps the slots busy through it, otherwise standingDepth (see codel).
+func (c *codel) depth() float64 {
+	if !c.overloaded || c.busyRate == 0 {
+		return standingDepth
+	}
+	return overloadDepth(c.arrivalRate / c.busyRate)
 }
 
 // shouldDrop records the sojourn of the request CoDel would shed, judged

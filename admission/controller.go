@@ -657,7 +657,7 @@ func (c *Controller) dispatchLocked() {
 				queued := c.q.len()
 				c.codel.roll(now, c.arrivals()+uint64(queued), c.admitted.Load()+c.fastAdmittedTotal(), c.overloadSheds(), queued, inflightOf(c.state.Load()))
 			}
-			floor := c.codel.judged(codelFloor(service, limitOf(c.state.Load())))
+			floor := c.codel.judged(codelFloor(service, limitOf(c.state.Load()), c.codel.depth()))
 			if d := now.Sub(c.tolerateUntil); d < 0 {
 				floor = max(floor, c.tolerateBound)
 			} else if d < tolerateFade {

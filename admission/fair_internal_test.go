@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"math"
 	"slices"
 	"strconv"
 	"testing"
@@ -115,9 +116,64 @@ func TestCoDelFloor(t *testing.T) {
 		{0, 12 * s, 12 * s},            // no slot counts as one
 	}
 	for _, tt := range tests {
-		if got := codelFloor(s, tt.slots); got < tt.min || got > tt.max {
+		if got := codelFloor(s, tt.slots, standingDepth); got < tt.min || got > tt.max {
 			t.Errorf("codelFloor(%v, %d) = %v, want in [%v, %v]", s, tt.slots, got, tt.min, tt.max)
 		}
+	}
+}
+
+// Under an overload of rho a queue of k requests keeps the slots idle for
+// want of one (rho-1)/(rho^(k+1)-1) of the time: the depth is the k at
+// which that is idleShare, twelve requests at most (1.2x needs sixteen),
+// two at least, and shallower the heavier the overload.
+func TestOverloadDepth(t *testing.T) {
+	idle := func(rho, k float64) float64 { return (rho - 1) / (math.Pow(rho, k+1) - 1) }
+	last := float64(standingDepth)
+	for _, rho := range []float64{1.5, 2, 3, 4, 8} {
+		k := overloadDepth(rho)
+		if got := idle(rho, k); math.Abs(got-idleShare) > idleShare/100 {
+			t.Errorf("at %vx: depth %.2f idles the slots %.4f of the time, want %v", rho, k, got, idleShare)
+		}
+		if k >= last {
+			t.Errorf("at %vx: depth %.2f, want under %.2f (the lighter overload's)", rho, k, last)
+		}
+		last = k
+	}
+	for _, tt := range []struct{ rho, want float64 }{
+		{0.5, standingDepth}, {1, standingDepth}, {1.005, standingDepth}, {1.2, standingDepth}, {1000, minDepth},
+	} {
+		if got := overloadDepth(tt.rho); got != tt.want {
+			t.Errorf("overloadDepth(%v) = %v, want %v", tt.rho, got, tt.want)
+		}
+	}
+}
+
+// The floor's depth follows the overload measured: twelve requests while
+// calm or before the slots' busy rate is known, the overload's depth once
+// overloaded, twelve again once calm.
+func TestCoDelDepth(t *testing.T) {
+	r := newRegimeWindows(50)
+	if got := r.c.depth(); got != standingDepth {
+		t.Fatalf("before any window: depth %v, want %v", got, float64(standingDepth))
+	}
+	// 2x before any busy window: overloaded, nothing to measure it by.
+	if !r.window(40, 0, 20, 0) {
+		t.Fatal("2x with half shed: calm, want overloaded")
+	}
+	if got := r.c.depth(); got != standingDepth {
+		t.Errorf("overloaded before a busy rate: depth %v, want %v", got, float64(standingDepth))
+	}
+	// The slots finish 200/s while a queue stands, 400/s arrive.
+	r.windows(8, 40, 20, 20, 0)
+	if got, want := r.c.depth(), overloadDepth(r.c.arrivalRate/r.c.busyRate); got != want || got > overloadDepth(1.9) {
+		t.Errorf("at 2x: depth %v, want %v", got, want)
+	}
+	// Back at capacity, nothing shed: calm, twelve requests.
+	if r.windows(8, 20, 20, 0, 0) {
+		t.Fatal("back at 1x for 0.8 s: overloaded, want calm")
+	}
+	if got := r.c.depth(); got != standingDepth {
+		t.Errorf("calm again: depth %v, want %v", got, float64(standingDepth))
 	}
 }
 
