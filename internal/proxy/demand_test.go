@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"math"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -161,4 +162,125 @@ func TestKernelDemandFor(t *testing.T) {
 			t.Errorf("KernelDemand(%+v) != nil is %v; want %v", tt.e, got, tt.want)
 		}
 	}
+}
+
+// phaseMeter is the CPU demand of a CPU-bound worker under phases of load:
+// saturated while a phase runs, idle between, over the time since its last
+// reading; as a kernel meter, its first reading is unknown.
+type phaseMeter struct {
+	mu     sync.Mutex
+	last   time.Time
+	onFrom time.Time // zero: no phase running
+	busy   time.Duration
+}
+
+func (m *phaseMeter) phase(on bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := time.Now()
+	if on {
+		m.onFrom = now
+		return
+	}
+	m.busy += now.Sub(m.onFrom)
+	m.onFrom = time.Time{}
+}
+
+func (m *phaseMeter) Read(now time.Time) (float64, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	busy := m.busy
+	if !m.onFrom.IsZero() {
+		busy += now.Sub(m.onFrom)
+		m.onFrom = now
+	}
+	last := m.last
+	m.last, m.busy = now, 0
+	if last.IsZero() || !now.After(last) {
+		return 0, false
+	}
+	return float64(busy) / float64(now.Sub(last)), true
+}
+
+// A CPU-bound worker's first reading after a lull covers the lull: left in,
+// a loop saturated since load resumed read a few percent against the
+// occupancy of the window load resumed in, and slow start doubled the
+// limit of a worker that renders one request at a time (two Hypernova
+// workers at the start of every turn of load after an idle one). The lull
+// is left out, as the occupancy leaves it out: the limit stays at 1.
+func TestDemandAfterLullLeavesTheLullOut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := &phaseMeter{}
+		o := proxy.Options{WorkerDemand: func(supervisor.Endpoint) proxy.DemandMeter { return m }}
+		g := newRig(t, o, admission.Options{QueueSize: 100, QueueTimeout: 10 * time.Second})
+		g.addWorker(supervisor.Endpoint{Concurrency: 16, Adaptive: true, Pid: 77})
+		load := func(d time.Duration) (peak int) {
+			var hi atomic.Int64
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			wg.Go(func() {
+				for {
+					hi.Store(max(hi.Load(), int64(endpointStats(t, g).Limit)))
+					select {
+					case <-stop:
+						return
+					case <-time.After(5 * time.Millisecond):
+					}
+				}
+			})
+			m.phase(true)
+			g.clients(4, d, "/cpu?d=50ms")
+			m.phase(false)
+			close(stop)
+			wg.Wait()
+			// A last request, once a window has passed, closes the window
+			// the load ended in: the next starts idle.
+			time.Sleep(2 * limit.WorkerWindow)
+			m.phase(true)
+			g.clients(1, time.Millisecond, "/cpu?d=50ms")
+			m.phase(false)
+			return int(hi.Load())
+		}
+		load(time.Second)
+		if l := endpointStats(t, g).Limit; l != 1 {
+			t.Fatalf("saturated under 4 clients for 1 s: limit %d, want 1", l)
+		}
+		for i := range 3 {
+			time.Sleep(3 * time.Second)
+			if got := load(500 * time.Millisecond); got > 1 {
+				t.Errorf("saturated under 4 clients after 3 s of idle (%d): the limit reached %d, want 1", i+1, got)
+			}
+		}
+	})
+}
+
+// lullMeter is a worker whose CPU is a collection's 15 ms a reading,
+// whatever it serves; as a kernel meter, its first reading is unknown.
+type lullMeter struct{ last atomic.Int64 }
+
+func (m *lullMeter) Read(now time.Time) (float64, bool) {
+	last := m.last.Swap(now.UnixNano())
+	if last == 0 {
+		return 0, false
+	}
+	return min(float64(15*time.Millisecond)/float64(now.UnixNano()-last), 1), true
+}
+
+// With the lull left out, a reading's CPU is spread over at least half a
+// window: a lull's own CPU (a collection, a timer) spread over the single
+// short request that ended it would read as saturation.
+func TestDemandAfterLullSpreadOverHalfAWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := &lullMeter{}
+		o := proxy.Options{WorkerDemand: func(supervisor.Endpoint) proxy.DemandMeter { return m }}
+		g := newRig(t, o, admission.Options{QueueSize: 100, QueueTimeout: 10 * time.Second})
+		g.addWorker(supervisor.Endpoint{Concurrency: 16, Adaptive: true, Pid: 77})
+		g.clients(1, 10*time.Millisecond, "/sleep?d=10ms")
+		time.Sleep(3 * time.Second)
+		g.clients(1, 10*time.Millisecond, "/sleep?d=10ms")
+		if e := endpointStats(t, g); e.SaturationSource != "kernel" || e.Saturation > 0.3 {
+			t.Errorf("15 ms of CPU over a 3 s lull and a 10 ms request: read %v from %q, want at most 0.3 (over half a window) from the kernel",
+				e.Saturation, e.SaturationSource)
+		}
+	})
 }
