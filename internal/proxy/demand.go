@@ -57,33 +57,13 @@ func NoDemand(supervisor.Endpoint) DemandMeter { return nil }
 // worker's limit as if the worker had reported it, until the worker
 // reports its saturation itself; the contention, to its lookahead, for as
 // long as it runs.
-//
-// A demand is the worker's CPU over the time since the last reading, and
-// the reading after a lull (the worker holding nothing for a window or
-// more) covered the lull: a CPU-bound worker saturated since load resumed
-// read a few percent, the projection of the concurrency that saturates its
-// loop (the limit's ceiling) came out at tens of requests, and slow start
-// doubled its limit (two Hypernova workers rendering 35 ms pages, one at
-// 1, took 13 and 26 by the end of 5 s at 4x after the idle before it, the
-// turn's p99 942 ms). The limit pairs a reading with the occupancy of its
-// window, and a window idle throughout starts again when load resumes
-// (limit.Worker.Occupy): so the feed leaves the lulls out of the time a
-// demand is over, as the occupancy does, the CPU of a reading spread over
-// the rest (at least half a window, or the whole time when shorter: a
-// lull's own CPU, a collection or a timer, spread over a single short
-// request, would read as saturation).
 type demandFeed struct {
 	m     DemandMeter
 	every time.Duration
 	due   atomic.Int64 // the monotonic nanoseconds since start of the next reading
 	start time.Time
 	mu    sync.Mutex // one reader at a time
-	last  time.Time  // the last reading; under mu
 	own   atomic.Bool
-
-	imu      sync.Mutex    // the idle count; taken under the pool's mutex too
-	idleFrom time.Time     // since when the worker holds nothing; zero while it holds some
-	lulls    time.Duration // held nothing for a window or more at a time, since the last reading
 }
 
 // newDemandFeed returns a feed of m, read once at now: a meter's first
@@ -93,40 +73,7 @@ type demandFeed struct {
 // front's backlog built.
 func newDemandFeed(m DemandMeter, every time.Duration, now time.Time) *demandFeed {
 	m.Read(now)
-	return &demandFeed{m: m, every: every, start: now, last: now, idleFrom: now}
-}
-
-// holds records, at now, whether the worker holds a request: when its
-// requests fall to none and when they rise from none. Called under the
-// pool's mutex.
-func (d *demandFeed) holds(now time.Time, some bool) {
-	d.imu.Lock()
-	defer d.imu.Unlock()
-	switch {
-	case some && !d.idleFrom.IsZero():
-		if idle := now.Sub(d.idleFrom); idle >= d.every {
-			d.lulls += idle
-		}
-		d.idleFrom = time.Time{}
-	case !some && d.idleFrom.IsZero():
-		d.idleFrom = now
-	}
-}
-
-// lullsSince returns the lulls since the last reading, up to now, and
-// starts their count afresh from now.
-func (d *demandFeed) lullsSince(now time.Time) time.Duration {
-	d.imu.Lock()
-	defer d.imu.Unlock()
-	l := d.lulls
-	if !d.idleFrom.IsZero() {
-		if idle := now.Sub(d.idleFrom); idle >= d.every {
-			l += idle
-		}
-		d.idleFrom = now
-	}
-	d.lulls = 0
-	return l
+	return &demandFeed{m: m, every: every, start: now}
 }
 
 // demandReading is what a demandFeed read: a demand when measured, a
@@ -149,16 +96,9 @@ func (d *demandFeed) read(now time.Time) demandReading {
 	if at < d.due.Load() {
 		return demandReading{}
 	}
-	span := now.Sub(d.last)
-	lulls := d.lullsSince(now)
-	d.last = now
 	d.due.Store(at + int64(d.every))
 	var r demandReading
 	r.demand, r.measured = d.m.Read(now)
-	if r.measured && lulls > 0 {
-		over := max(span-lulls, min(span, d.every/2))
-		r.demand = min(r.demand*float64(span)/float64(over), 1)
-	}
 	if c, ok := d.m.(ContentionMeter); ok && r.measured {
 		// Only with a reading of this window: a meter that lost its
 		// worker, or found it multi-threaded, tells a stale one.

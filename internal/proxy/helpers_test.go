@@ -58,8 +58,6 @@ type render struct {
 	conns    atomic.Int64 // connections accepted (rig workers)
 	closed   atomic.Int64 // endless streams that saw their connection close
 
-	loop chan struct{} // /cpu's: one request at a time, as a single-threaded renderer
-
 	mu      sync.Mutex
 	gates   map[string]chan struct{}
 	allOpen bool
@@ -69,7 +67,7 @@ type render struct {
 }
 
 func newRender(name string) *render {
-	return &render{name: name, gates: make(map[string]chan struct{}), started: make(chan string, 1000), loop: make(chan struct{}, 1)}
+	return &render{name: name, gates: make(map[string]chan struct{}), started: make(chan string, 1000)}
 }
 
 func (w *render) gate(k string) chan struct{} {
@@ -147,11 +145,6 @@ func (w *render) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		if v, ok := q["sat"]; ok {
 			rw.Header().Set(proxy.HeaderSaturation, v[0])
 		}
-	case path == "/cpu":
-		d, _ := time.ParseDuration(q.Get("d"))
-		w.loop <- struct{}{}
-		time.Sleep(d)
-		<-w.loop
 	case path == "/echo":
 		for k, vv := range r.Header {
 			rw.Header()["X-Got-"+k] = vv

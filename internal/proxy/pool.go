@@ -234,9 +234,6 @@ func (p *pool) pickLocked(now time.Time, exclude []int) *endpoint {
 	}
 	if best != nil {
 		best.outstanding++
-		if best.outstanding == 1 && best.demand != nil {
-			best.demand.holds(now, true)
-		}
 		if best.wl != nil {
 			best.wl.Occupy(now, best.rendering())
 			if !best.answered && !best.firstArmed {
@@ -404,9 +401,6 @@ func (p *pool) complete(e *endpoint, c completion) {
 	defer p.mu.Unlock()
 	now := time.Now()
 	e.outstanding--
-	if e.outstanding == 0 && e.demand != nil {
-		e.demand.holds(now, false)
-	}
 	if r.contended {
 		p.contendLocked(e, r.contention)
 	}
