@@ -10,12 +10,22 @@ const connLimitConfig = `server: {listen: {{listen}}, drainDelay: 0s, maxConnect
 admin: {listen: {{admin}}}
 `
 
+// waitNoConns waits until sluice has closed the connection Start's
+// readiness check came on: counted while it closes, it took a place, so
+// that the limit's last connection was one for probes only, which, sending
+// nothing, never gave it back.
+func waitNoConns(t *testing.T, s *Sluice) {
+	t.Helper()
+	s.WaitStats(t, "the readiness check's connection to close", func(st Stats) bool { return st.Conns.Open == 0 })
+}
+
 // With server.maxConnections taken by connections that send nothing, the
 // health and readiness probes still answer on a new connection; other
 // requests there get 503; past the probe reserve connections are refused.
 func TestProbesAnswerAtConnectionLimit(t *testing.T) {
 	const limit, probeReserve = 50, 64
 	s := Start(t, connLimitConfig+DemoWorkers(1))
+	waitNoConns(t, s)
 	silent := make([]net.Conn, 0, limit+probeReserve)
 	for range limit {
 		silent = append(silent, Dial(t, s.Addr))
@@ -58,6 +68,7 @@ func TestProbesAnswerAtConnectionLimit(t *testing.T) {
 func TestIdlePingConnectionsAreReclaimed(t *testing.T) {
 	const limit = 50
 	s := Start(t, connLimitConfig+DemoWorkers(1))
+	waitNoConns(t, s)
 	parked := make([]net.Conn, limit)
 	for i := range parked {
 		parked[i] = Dial(t, s.Addr)
