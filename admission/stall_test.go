@@ -2,6 +2,7 @@ package admission_test
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -184,6 +185,15 @@ func runStall(t *testing.T, cfg stallCfg) stallRes {
 	return out
 }
 
+// wantGoodput fails t unless the median goodput of runs at rho is at least
+// 0.98 of capacity; what (a format, with args) names the runs.
+func wantGoodput(t *testing.T, runs []stallRes, rho float64, what string, args ...any) {
+	t.Helper()
+	if got := median(runs, func(r stallRes) float64 { return r.goodput(rho) }); got < 0.98 {
+		t.Errorf("%s: goodput %.3f of capacity, want >= 0.98", fmt.Sprintf(what, args...), got)
+	}
+}
+
 // runSeeds runs cfg once for each of seeds seeds.
 func runSeeds(t *testing.T, cfg stallCfg, seeds int) []stallRes {
 	t.Helper()
@@ -250,9 +260,7 @@ func TestOverloadShedsToTheFloor(t *testing.T) {
 			cfg := renderers(rho)
 			cfg.fifo = fifo
 			runs := runSeeds(t, cfg, 3)
-			if got := median(runs, func(r stallRes) float64 { return r.goodput(rho) }); got < 0.98 {
-				t.Errorf("at %vx, FIFO %v: goodput %.3f of capacity, want >= 0.98", rho, fifo, got)
-			}
+			wantGoodput(t, runs, rho, "at %vx, FIFO %v", rho, fifo)
 			if got := median(runs, func(r stallRes) float64 { return quantile(r.shedAfter, 0.5).Seconds() }); got > 0.08 {
 				t.Errorf("at %vx, FIFO %v: median time to shed %.0f ms, want <= 80 ms (the floor, not the calm sojourn)", rho, fifo, got*1000)
 			}
@@ -292,9 +300,7 @@ func TestOverloadRegimeHeld(t *testing.T) {
 		if got := median(runs, func(r stallRes) float64 { return quantile(r.settled, 0.99).Seconds() }); got > 0.15 {
 			t.Errorf("at %vx: p99 latency past the first 5 s %.0f ms, want <= 150 ms", rho, got*1000)
 		}
-		if got := median(runs, func(r stallRes) float64 { return r.goodput(rho) }); got < 0.98 {
-			t.Errorf("at %vx: goodput %.3f of capacity, want >= 0.98", rho, got)
-		}
+		wantGoodput(t, runs, rho, "at %vx", rho)
 	}
 }
 
@@ -311,9 +317,7 @@ func TestModestOverloadJudgedAtItsOnset(t *testing.T) {
 		if got := median(runs, func(r stallRes) float64 { return r.latency(0.99).Seconds() }); got > 0.2 {
 			t.Errorf("10 s at %vx: p99 latency %.0f ms, want <= 200 ms", rho, got*1000)
 		}
-		if got := median(runs, func(r stallRes) float64 { return r.goodput(rho) }); got < 0.98 {
-			t.Errorf("10 s at %vx: goodput %.3f of capacity, want >= 0.98", rho, got)
-		}
+		wantGoodput(t, runs, rho, "10 s at %vx", rho)
 	}
 }
 
@@ -334,8 +338,6 @@ func TestHeavierOverloadShorterQueue(t *testing.T) {
 		if got := median(runs, func(r stallRes) float64 { return r.latency(0.99).Seconds() }); got > 0.22 {
 			t.Errorf("at %vx: p99 latency %.0f ms, want <= 220 ms", rho, got*1000)
 		}
-		if got := median(runs, func(r stallRes) float64 { return r.goodput(rho) }); got < 0.98 {
-			t.Errorf("at %vx: goodput %.3f of capacity, want >= 0.98", rho, got)
-		}
+		wantGoodput(t, runs, rho, "at %vx", rho)
 	}
 }
