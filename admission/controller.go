@@ -759,6 +759,17 @@ func (c *Controller) Tolerate(until time.Time, bound time.Duration) {
 	c.tolerateBound = max(c.tolerateBound, bound)
 }
 
+// ReplaceTolerance puts a tolerance until the time given, with bound, in
+// place of any in force, in one step: a rolling restart's end shortens its
+// own tolerance to its grace so. (Tolerate with a zero until, then the new
+// one, left an instant with none, which a dispatch or a Stats call could
+// see.) A zero until ends every tolerance at once, as Tolerate's.
+func (c *Controller) ReplaceTolerance(until time.Time, bound time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.tolerateUntil, c.tolerateBound = until, bound
+}
+
 // release gives cost slots back: lock-free while nobody waits, otherwise
 // the slots go straight to the queue's next waiter.
 //

@@ -142,6 +142,30 @@ func TestTolerateExtends(t *testing.T) {
 	})
 }
 
+// A rolling restart's end shortens its own tolerance to its grace:
+// ReplaceTolerance puts the new end and bound in place of a longer one in
+// force (Tolerate would keep the later end), and later calls extend it as
+// before.
+func TestReplaceTolerance(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newController(t, 2, admission.Options{CoDelTarget: 5 * time.Millisecond})
+		check := func(when string, until time.Time, bound time.Duration) {
+			t.Helper()
+			if st := c.Stats(); !st.TolerateUntil.Equal(until) || st.TolerateBound != bound {
+				t.Errorf("%s: got %v until %v, want %v until %v", when, st.TolerateBound, st.TolerateUntil, bound, until)
+			}
+		}
+		now := time.Now()
+		c.Tolerate(now.Add(time.Hour), time.Second)
+		c.ReplaceTolerance(now.Add(2*time.Second), 500*time.Millisecond)
+		check("an hour replaced by 2 s", now.Add(2*time.Second), 500*time.Millisecond)
+		c.Tolerate(now.Add(3*time.Second), time.Second)
+		check("then extended", now.Add(3*time.Second), time.Second)
+		c.ReplaceTolerance(time.Time{}, 0)
+		check("ended", time.Time{}, 0)
+	})
+}
+
 // When a tolerance ends, its bound fades to CoDel's own over
 // admission.TolerateFade instead of dropping at once: the queue it held
 // (a fresh front's, built while its workers' limits climbed) is shed as

@@ -317,8 +317,7 @@ func (a *App) tolerateRoll(d time.Duration) {
 	if qt := a.cfg.Server.Backpressure.QueueTimeout; qt > 0 {
 		bound = min(bound, qt)
 	}
-	a.ctrl.Tolerate(time.Time{}, 0)
-	a.ctrl.Tolerate(time.Now().Add(d), bound)
+	a.ctrl.ReplaceTolerance(time.Now().Add(d), bound)
 }
 
 // putBackCommand gives the supervisor back the workers' command from
