@@ -113,6 +113,14 @@ func TestTolerateQueuesThroughAPlannedDip(t *testing.T) {
 	})
 }
 
+// wantTolerance fails t unless c's tolerance in force is bound until until.
+func wantTolerance(t *testing.T, c *admission.Controller, when string, until time.Time, bound time.Duration) {
+	t.Helper()
+	if st := c.Stats(); !st.TolerateUntil.Equal(until) || st.TolerateBound != bound {
+		t.Errorf("%s: got %v until %v, want %v until %v", when, st.TolerateBound, st.TolerateUntil, bound, until)
+	}
+}
+
 // Tolerances from two sources overlap (a roll, and the ramp of the worker
 // it started): a call while one is in force extends it, the later end and
 // the longer bound holding; one after it ended starts afresh; a zero end
@@ -122,9 +130,7 @@ func TestTolerateExtends(t *testing.T) {
 		c := newController(t, 2, admission.Options{CoDelTarget: 5 * time.Millisecond})
 		check := func(when string, until time.Time, bound time.Duration) {
 			t.Helper()
-			if st := c.Stats(); !st.TolerateUntil.Equal(until) || st.TolerateBound != bound {
-				t.Errorf("%s: got %v until %v, want %v until %v", when, st.TolerateBound, st.TolerateUntil, bound, until)
-			}
+			wantTolerance(t, c, when, until, bound)
 		}
 		now := time.Now()
 		c.Tolerate(now.Add(time.Minute), time.Second)
@@ -151,9 +157,7 @@ func TestReplaceTolerance(t *testing.T) {
 		c := newController(t, 2, admission.Options{CoDelTarget: 5 * time.Millisecond})
 		check := func(when string, until time.Time, bound time.Duration) {
 			t.Helper()
-			if st := c.Stats(); !st.TolerateUntil.Equal(until) || st.TolerateBound != bound {
-				t.Errorf("%s: got %v until %v, want %v until %v", when, st.TolerateBound, st.TolerateUntil, bound, until)
-			}
+			wantTolerance(t, c, when, until, bound)
 		}
 		now := time.Now()
 		c.Tolerate(now.Add(time.Hour), time.Second)
