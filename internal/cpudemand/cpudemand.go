@@ -21,16 +21,20 @@
 // The thread measured is the main thread of the busiest process in the
 // worker's tree (the worker itself, or a child a wrapper such as npm or sh
 // started), chosen again every RescanEvery. The reading is only given when
-// that thread ran at least MinMainShare of its process's CPU time over the
-// last scan, and no other process of the tree ran more than MaxOtherShare
-// of what that one did: a multi-threaded worker (a Go or Java server), or
-// one that forks a cluster of its own, is not saturated when one of its
-// threads is, and its limit is left to the other evidence.
+// that thread ran at least MinMainShare of its process's CPU time over
+// about the last JudgeSpan of that time (not of wall time: a burst of
+// collector threads as load comes back after an idle spell does not
+// outvote the second of work before it), and no other process of the tree
+// ran more than MaxOtherShare of what that one did over the last scan: a
+// multi-threaded worker (a Go or Java server), or one that forks a cluster
+// of its own, is not saturated when one of its threads is, and its limit
+// is left to the other evidence.
 package cpudemand
 
 import (
 	"bytes"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -48,6 +52,16 @@ const (
 	// MaxOtherShare is the most CPU time another process of the tree may
 	// use over a scan, as a share of the measured process's.
 	MaxOtherShare = 0.3
+	// JudgeSpan is the CPU time of the measured process over which its
+	// main thread's share is judged: about its last second of work,
+	// however long ago, each scan's weighing exp(-its CPU time / JudgeSpan)
+	// on what came before. Judged over the last scan's wall time, a
+	// worker's first scan under load after an idle spell held only the
+	// load's first burst, in which V8's compiler and collector threads did
+	// nearly as much as its main thread (a Hypernova worker: 64 of 118 ms,
+	// 0.54), and it went unmeasured for a second while its limit climbed
+	// by throughput alone and the front's queue stood at half a second.
+	JudgeSpan = time.Second
 	// maxTree bounds the processes of one worker's tree looked at, and
 	// maxThreads the threads of one process: both are the worker's to
 	// choose, so they are bounded.
@@ -76,6 +90,10 @@ type Meter struct {
 	scanAt   time.Time
 	scanRun  map[int]uint64 // per process of the tree: all its threads' run time at scanAt
 	scanMain uint64         // target's main thread's run time at scanAt
+	// The target's main thread's and all its threads' CPU time over about
+	// its last JudgeSpan of CPU time, ns: single is judgedMain >=
+	// MinMainShare x judgedRun.
+	judgedMain, judgedRun float64
 
 	// The target's main thread's context switches at scanAt, voluntary
 	// (it slept) and involuntary (preempted), and the share of the last
@@ -223,13 +241,19 @@ func (m *Meter) rescan(now time.Time) {
 		m.single = false
 	case best != m.target:
 		// A new process measured: its shares are judged over its life so
-		// far.
-		m.single = share(main, runs[best]) >= MinMainShare
+		// far, weighed as its last JudgeSpan of work at most.
+		life := share(main, runs[best])
+		m.judgedRun = min(float64(runs[best]), float64(JudgeSpan))
+		m.judgedMain = life * m.judgedRun
+		m.single = life >= MinMainShare
 		m.preemptShare = switchShare(preempted, vol)
 		m.at = time.Time{}
 	default:
-		if bestRun > 0 {
-			m.single = share(main-min(main, m.scanMain), bestRun) >= MinMainShare
+		keep := math.Exp(-float64(bestRun) / float64(JudgeSpan))
+		m.judgedMain = keep*m.judgedMain + float64(main-min(main, m.scanMain))
+		m.judgedRun = keep*m.judgedRun + float64(bestRun)
+		if m.judgedRun > 0 {
+			m.single = m.judgedMain >= MinMainShare*m.judgedRun
 		}
 		if vol >= m.scanVol && preempted >= m.scanPreempted && vol+preempted > m.scanVol+m.scanPreempted {
 			m.preemptShare = switchShare(preempted-m.scanPreempted, vol-m.scanVol)

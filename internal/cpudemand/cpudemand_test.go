@@ -307,3 +307,45 @@ func TestContentionIsWaitOverRunnable(t *testing.T) {
 		t.Fatalf("idle: Contention = %v, %v; want the last known 0.1, true", c, ok)
 	}
 }
+
+// The main thread's share is judged over about the last JudgeSpan of the
+// process's CPU time, not over the last scan: after an idle spell, the
+// first scan under load may hold little more than a burst of its helper
+// threads (a JIT's compiler, a collector), which does not outvote the
+// work before it; a second of work in which the main thread does the
+// minor part does.
+func TestMainShareJudgedOverCPUTime(t *testing.T) {
+	p := newFakeProc(t)
+	main, helper := time.Second, 100*time.Millisecond
+	p.thread(10, 10, main, 0)
+	p.thread(10, 11, helper, 0)
+	m := New(p.root, 10)
+	m.Read(t0)
+	at := t0
+	scan := func(mainRan, helperRan time.Duration) bool {
+		t.Helper()
+		main += mainRan
+		helper += helperRan
+		p.thread(10, 10, main, 0)
+		p.thread(10, 11, helper, 0)
+		at = at.Add(RescanEvery)
+		_, ok := m.Read(at)
+		return ok
+	}
+	// Idle scans: a few milliseconds, all the helper's.
+	for range 5 {
+		scan(0, 3*time.Millisecond)
+	}
+	// Load comes back: its first scan's burst is the helper's half.
+	if !scan(64*time.Millisecond, 54*time.Millisecond) {
+		t.Fatal("not measured in the scan load came back in, after a second of the main thread's work")
+	}
+	if !scan(700*time.Millisecond, 100*time.Millisecond) {
+		t.Fatal("not measured under load")
+	}
+	// The worker's work moves to a helper thread: a second of it, the main
+	// thread's share 0.3, ends the measuring.
+	if scan(300*time.Millisecond, 700*time.Millisecond) {
+		t.Fatal("measured after a second of work in which the main thread did 30%")
+	}
+}
