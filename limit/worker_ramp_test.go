@@ -265,3 +265,53 @@ func TestWorkerFirstRampBusyBelowItsLimit(t *testing.T) {
 		t.Errorf("the whole limit held, the loop 60%% busy: got limit %d, want at least 4", got)
 	}
 }
+
+// After its first ramp, a worker's first window of load after an idle
+// spell is not judged by a low report: the report covers the idle time
+// too. A CPU-bound worker at 1 that a diluted report took for a loop under
+// a quarter busy doubled at the start of every burst. A high report is
+// taken, and a worker still in its first ramp doubles as before.
+func TestWorkerReportAfterIdleHeld(t *testing.T) {
+	now := time.Unix(0, 0)
+	w, err := NewWorker(now, WorkerOptions{Max: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Renders of 5 ms, one at a time, the loop saturated: ramped at 1.
+	for range 3 {
+		windowOf(w, &now, 1, 20, 5*time.Millisecond, 0.99)
+	}
+	if w.Limit() != 1 || w.Ramping() {
+		t.Fatalf("saturated at 1: limit %d, ramping %v; want 1, ramp over", w.Limit(), w.Ramping())
+	}
+	w.Occupy(now, 0)
+	now = now.Add(time.Second) // idle
+	if got := windowOf(w, &now, 1, 20, 5*time.Millisecond, 0.1); got != 1 {
+		t.Errorf("the first window after an idle second, a report of 0.1: got limit %d, want 1 held", got)
+	}
+	if got := windowOf(w, &now, 1, 20, 5*time.Millisecond, 0.99); got != 1 {
+		t.Errorf("the next window, saturated: got limit %d, want 1", got)
+	}
+	// The same window without the idle second before it is judged: a loop
+	// under a quarter busy at its whole limit doubles.
+	if got := windowOf(w, &now, 1, 20, 5*time.Millisecond, 0.1); got != 2 {
+		t.Errorf("a window at 1 with a report of 0.1, no idle before it: got limit %d, want 2", got)
+	}
+
+	// A high report after idle time is evidence.
+	w.Occupy(now, 0)
+	now = now.Add(time.Second)
+	if got := backloggedWindow(w, &now, 20, 10*time.Millisecond, 0.99); got != 1 {
+		t.Errorf("the first window after an idle second at 2, a report of 0.99: got limit %d, want 1, cut", got)
+	}
+
+	// In the first ramp, a low report after idle time doubles.
+	w, err = NewWorker(now, WorkerOptions{Initial: 4, Max: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(time.Second)
+	if got := backloggedWindow(w, &now, 4, 60*time.Millisecond, 0.1); got != 8 {
+		t.Errorf("the first ramp's first window after an idle second: got limit %d, want 8", got)
+	}
+}
