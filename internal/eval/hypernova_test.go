@@ -125,7 +125,7 @@ func TestHAProxyConfigHealthChecksAndRedispatch(t *testing.T) {
 
 func TestSluiceConfigSupervisedWorkers(t *testing.T) {
 	cmd := []string{"node", "/srv/hypernova/worker.js"}
-	b, err := SluiceConfig{Listen: "127.0.0.1:3999", Admin: "127.0.0.1:3998", Command: cmd, Count: 2}.Render()
+	b, err := SluiceConfig{Listen: "127.0.0.1:3999", Admin: "127.0.0.1:3998", Command: cmd, Count: 2, Env: hypernovaEnv}.Render()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,17 +139,23 @@ func TestSluiceConfigSupervisedWorkers(t *testing.T) {
 	if strings.Join(cfg.Workers.Command, " ") != strings.Join(cmd, " ") || cfg.Workers.Count != 2 {
 		t.Errorf("got command %q count %d, want %q count 2", cfg.Workers.Command, cfg.Workers.Count, cmd)
 	}
+	// The workers' environment is the other setups' workers': React in
+	// production mode, not development's slower renders.
+	if got := cfg.Workers.Env["NODE_ENV"]; got != "production" || len(cfg.Workers.Env) != len(hypernovaEnv) {
+		t.Errorf("got workers.env %v, want %v", cfg.Workers.Env, hypernovaEnv)
+	}
 	// Every other workers key is sluice's default: a new worker is ready
 	// once it accepts a connection (Hypernova has no health route).
 	if cfg.Workers.ReadyPath != "" || cfg.Workers.Concurrency != 0 {
 		t.Errorf("got readyPath %q concurrency %d, want the defaults", cfg.Workers.ReadyPath, cfg.Workers.Concurrency)
 	}
 	for name, c := range map[string]SluiceConfig{
-		"both":        {Workers: testWorkers, Command: cmd, Count: 2},
-		"neither":     {},
-		"no count":    {Command: cmd},
-		"zero count":  {Command: cmd, Count: 0},
-		"upstream ok": {Workers: testWorkers},
+		"both":            {Workers: testWorkers, Command: cmd, Count: 2},
+		"neither":         {},
+		"no count":        {Command: cmd},
+		"zero count":      {Command: cmd, Count: 0},
+		"upstream ok":     {Workers: testWorkers},
+		"env, no command": {Workers: testWorkers, Env: hypernovaEnv},
 	} {
 		_, err := c.Render()
 		if (err == nil) != (name == "upstream ok") {

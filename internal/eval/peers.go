@@ -63,6 +63,10 @@ type SluiceConfig struct {
 	// forwarding to Workers: what sluice's rolling restart needs.
 	Command []string
 	Count   int
+	// Env is workers.env: the supervised workers' environment beside
+	// sluice's own. The suite's other setups start their workers with
+	// theirs (NODE_ENV=production), and sluice's are given the same.
+	Env map[string]string
 	// Concurrency is each upstream's concurrency. 0 leaves the key out:
 	// sluice's default, auto (found at run time per worker). The demo
 	// workers' setups give 1: they are single-threaded.
@@ -127,6 +131,9 @@ func (c HTTPCheck) haproxy() (haproxyCheck, error) {
 func (c SluiceConfig) Render() ([]byte, error) {
 	if (len(c.Command) > 0) == (len(c.Workers) > 0) || (len(c.Command) > 0 && c.Count < 1) {
 		return nil, fmt.Errorf("eval: sluice.yaml: want upstreams (%d) or a worker command (%q) with a count (%d), not both", len(c.Workers), c.Command, c.Count)
+	}
+	if len(c.Env) > 0 && len(c.Command) == 0 {
+		return nil, fmt.Errorf("eval: sluice.yaml: an environment (%v) is for supervised workers, and there is no worker command", c.Env)
 	}
 	return render("sluice.yaml.tmpl", c)
 }
