@@ -46,6 +46,7 @@ workers:
   command: ["node", "$root/internal/eval/hypernova/worker.js"]
   count: 2
   roll: $m
+  env: {NODE_ENV: production}
 Y
 	"$SLUICE" serve -c "$work/sluice-$m.yaml" >"$work/sluice-$m.log" 2>&1 &
 	pids+=($!)
