@@ -128,23 +128,19 @@ func wantTolerance(t *testing.T, c *admission.Controller, when string, until tim
 func TestTolerateExtends(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newController(t, 2, admission.Options{CoDelTarget: 5 * time.Millisecond})
-		check := func(when string, until time.Time, bound time.Duration) {
-			t.Helper()
-			wantTolerance(t, c, when, until, bound)
-		}
 		now := time.Now()
 		c.Tolerate(now.Add(time.Minute), time.Second)
 		c.Tolerate(now.Add(10*time.Second), 500*time.Millisecond)
-		check("a shorter tolerance inside a longer one", now.Add(time.Minute), time.Second)
+		wantTolerance(t, c, "a shorter tolerance inside a longer one", now.Add(time.Minute), time.Second)
 		c.Tolerate(now.Add(2*time.Minute), 2*time.Second)
-		check("a longer one", now.Add(2*time.Minute), 2*time.Second)
+		wantTolerance(t, c, "a longer one", now.Add(2*time.Minute), 2*time.Second)
 		c.Tolerate(time.Time{}, 0)
-		check("ended", time.Time{}, 0)
+		wantTolerance(t, c, "ended", time.Time{}, 0)
 		c.Tolerate(now.Add(time.Second), time.Second)
 		time.Sleep(2 * time.Second)
 		later := time.Now()
 		c.Tolerate(later.Add(time.Second), 100*time.Millisecond)
-		check("after the last one ended", later.Add(time.Second), 100*time.Millisecond)
+		wantTolerance(t, c, "after the last one ended", later.Add(time.Second), 100*time.Millisecond)
 	})
 }
 
@@ -155,18 +151,14 @@ func TestTolerateExtends(t *testing.T) {
 func TestReplaceTolerance(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newController(t, 2, admission.Options{CoDelTarget: 5 * time.Millisecond})
-		check := func(when string, until time.Time, bound time.Duration) {
-			t.Helper()
-			wantTolerance(t, c, when, until, bound)
-		}
 		now := time.Now()
 		c.Tolerate(now.Add(time.Hour), time.Second)
 		c.ReplaceTolerance(now.Add(2*time.Second), 500*time.Millisecond)
-		check("an hour replaced by 2 s", now.Add(2*time.Second), 500*time.Millisecond)
+		wantTolerance(t, c, "an hour replaced by 2 s", now.Add(2*time.Second), 500*time.Millisecond)
 		c.Tolerate(now.Add(3*time.Second), time.Second)
-		check("then extended", now.Add(3*time.Second), time.Second)
+		wantTolerance(t, c, "then extended", now.Add(3*time.Second), time.Second)
 		c.ReplaceTolerance(time.Time{}, 0)
-		check("ended", time.Time{}, 0)
+		wantTolerance(t, c, "ended", time.Time{}, 0)
 	})
 }
 
