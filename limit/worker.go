@@ -121,15 +121,8 @@ const (
 	// (2026-12-04), and in simulation at 0.78 of what a fixed 64 served
 	// (0.96-1.0 climbing; 0.87-0.95 with workerProbeGain's 0.5). A
 	// CPU-bound worker's requests use its loop for all of their latency:
-	// it is cut at saturation. Eight, not four: a no-load latency learnt
-	// under load, as a front started into its load learns it at its
-	// first limit of 4, is up to four times a CPU-bound worker's render,
-	// and at four such a worker read as carrying many now and then: its
-	// limit climbed by probes to 7-16 in simulation and to 12 on real
-	// Hypernova workers (renders of 4.5 ms, a no-load latency learnt as
-	// 19.3). The async workers the climb is for use their loops for a
-	// tenth to a thirtieth of their latency (60 ms waits, 2-6 ms of CPU).
-	workerMany    = 8
+	// it is cut at saturation.
+	workerMany    = 4
 	workerSatGain = 0.25
 	// workerHoldMax bounds how long a worker that reports nothing waits
 	// before it probes again after probes failed.
@@ -156,7 +149,7 @@ const (
 // and the last) and rtt over 3 times, else nothing (no cut):
 //
 //	rtt > 3 x baseline, H known:  L = max(1, min(floor(0.9 H), floor(H x 3 x baseline / rtt)))
-//	s >= MaxSaturation, H known, requests using the loop for at most baseline / 8:  the throughput climb
+//	s >= MaxSaturation, H known, requests using the loop for at most baseline / 4:  the throughput climb
 //	s >= MaxSaturation, H known:  L = max(1, floor(0.9 H))
 //	a request timed out:  L = max(1, floor(0.9 L))
 //	s < MaxSaturation and peak >= L, rtt <= 3 x baseline:  L = min(L + step, floor(MaxSaturation x occupancy / s))
@@ -171,7 +164,7 @@ const (
 // that queue inside it long before it holds half its limit, so the cut
 // applies to what it holds.
 //
-// A saturated worker whose requests each use its loop for an eighth of
+// A saturated worker whose requests each use its loop for a quarter of
 // their no-load latency or less (the window's saturation times its
 // length, shared by its completions, against baseline) is an async one,
 // whose throughput may still grow past saturation: a Node worker's CPU per
@@ -860,8 +853,8 @@ func loneLatency(o1, r1, o2, r2 float64) float64 {
 	return max(r1-slope*max(o1-1, 0), r1/max(o1, 1))
 }
 
-// carriesMany reports whether the worker's requests use its loop for
-// 1/workerMany of their no-load latency or less: the loop time per request of
+// carriesMany reports whether the worker's requests use its loop for a
+// quarter of their no-load latency or less: the loop time per request of
 // the window (s its saturation over elapsed, shared by its completions)
 // against the baseline.
 func (w *Worker) carriesMany(s float64, elapsed time.Duration) bool {

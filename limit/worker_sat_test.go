@@ -45,28 +45,3 @@ func TestWorkerSaturatedAsyncClimbs(t *testing.T) {
 		t.Errorf("saturated at 16, 25 ms of loop a request: got limit %d, want 14, cut", got)
 	}
 }
-
-// A CPU-bound worker that learnt its no-load latency under load, at its
-// first limit of 4 (a front started into its load), learnt four of its
-// renders: its requests then use the loop for a quarter of that latency,
-// and at a quarter it read as carrying many and climbed by probes (to 12
-// on real Hypernova workers). Saturated, it is cut.
-func TestWorkerCPUBoundBaselineLearntAtFourIsCut(t *testing.T) {
-	now := time.Unix(0, 0)
-	w, err := NewWorker(now, WorkerOptions{Initial: 4, Max: 64})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Renders of 5 ms, four held: 20 ms each, 20 of them a window (the
-	// loop busy all of it).
-	got := backloggedWindow(w, &now, 20, 20*time.Millisecond, 0.99)
-	for range 4 {
-		if got > 4 {
-			t.Fatalf("saturated, 5 ms of loop a request, 20 ms learnt as its no-load latency: got limit %d, want at most 4", got)
-		}
-		got = backloggedWindow(w, &now, 20, time.Duration(got)*5*time.Millisecond, 0.99)
-	}
-	if got > 2 {
-		t.Errorf("after five saturated windows: limit %d, want at most 2", got)
-	}
-}
