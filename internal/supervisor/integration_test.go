@@ -134,10 +134,26 @@ func workerByID(sup *supervisor.Supervisor, id int) supervisor.WorkerInfo {
 	return supervisor.WorkerInfo{}
 }
 
+// awaitReady polls worker id's state until it is ready, for at most d: a
+// worker is ready just after the Balancer has it (worker.go), so a test
+// that saw its Add may read it still warming.
+func awaitReady(t *testing.T, sup *supervisor.Supervisor, id int, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for workerByID(sup, id).State != supervisor.StateReady {
+		if time.Now().After(deadline) {
+			t.Fatalf("worker %d not ready %v after the Balancer had it: %+v", id, d, workerByID(sup, id))
+		}
+		time.Sleep(5 * time.Millisecond) // nothing signals the state to a test
+	}
+}
+
 func TestRealWorkersStartAndServe(t *testing.T) {
 	r := runReal(t, supervisor.Options{Count: 2, ReadyPath: "/ready", WarmupRequests: 2})
 	r.bal.await(t, "add 1", eventWait)
 	r.bal.await(t, "add 2", eventWait)
+	awaitReady(t, r.sup, 1, eventWait)
+	awaitReady(t, r.sup, 2, eventWait)
 	if !r.sup.Ready() {
 		t.Fatalf("Ready: got false, want true")
 	}
