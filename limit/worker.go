@@ -124,6 +124,22 @@ const (
 	// it is cut at saturation.
 	workerMany    = 4
 	workerSatGain = 0.25
+	// workerSerial: a worker whose requests take at least
+	// 1 + workerSerial x (occupancy - 1) times their no-load latency, its
+	// loop half busy or more, serves them one after another, however busy
+	// the kernel reads its loop (see Worker).
+	workerSerial = 0.75
+	// workerAloneEvery is the least time between two of a worker's lone
+	// measurements (see Worker), as Envoy's adaptive concurrency filter
+	// measures its minimum latency at a few requests once a minute.
+	workerAloneEvery = 30 * time.Second
+	// workerSureDrift is how far an estimate under a busy loop may lower
+	// a sure baseline and leave it sure.
+	workerSureDrift = 0.75
+	// workerAloneGap: a baseline learnt under load at least workerAloneGap
+	// times the latency of the last request that began on an idle worker
+	// is that of requests that queued behind each other.
+	workerAloneGap = 2
 	// workerHoldMax bounds how long a worker that reports nothing waits
 	// before it probes again after probes failed.
 	workerHoldMax = 5 * time.Second
@@ -148,6 +164,8 @@ const (
 // is over 1.5 times the baseline or the loop half busy (over this window
 // and the last) and rtt over 3 times, else nothing (no cut):
 //
+//	baseline an upper bound, 2x a request begun on an idle worker, the loop half busy:  L = 1 until requests are answered alone
+//	rtt >= baseline x (1 + 0.75 (occupancy - 1)), the loop half busy:  L = max(1, min(floor(0.9 H), floor(H x 1.75 x baseline / rtt)))
 //	rtt > 3 x baseline, H known:  L = max(1, min(floor(0.9 H), floor(H x 3 x baseline / rtt)))
 //	s >= MaxSaturation, H known, requests using the loop for at most baseline / 4:  the throughput climb
 //	s >= MaxSaturation, H known:  L = max(1, floor(0.9 H))
@@ -158,6 +176,22 @@ const (
 // After the first ramp, the window load arrives in after a window or more
 // of idle time is not judged by a report under half busy: reports cover
 // the idle time too.
+//
+// A baseline learnt only under load with the loop busy (or in the window
+// load arrived in, its reports covering idle time) is an upper bound: the
+// requests may have queued for the loop behind each other. It is sure
+// once learnt with the worker holding one request at most, or under load
+// with the loop under half busy (not in load's first window, whose
+// reading covers the time before it too). Unsure, the loop half busy, and
+// the last request that began on an idle worker (which ran alone, if the
+// worker serves its requests in order) took half the baseline or less, the
+// limit is held at 1 until the worker has answered
+// workerMinSamples requests alone (the first two lines above; at most
+// once in workerAloneEvery), and the rule judges afresh from 1. Those
+// requests are the measure a serial worker is known by: held together,
+// its requests take a no-load latency for each other one ahead of them,
+// a queue inside the worker that the kernel's reading of a loop sharing
+// its CPU (under MaxSaturation) does not show.
 //
 // A limit far above what its worker holds bounds nothing: when async
 // renders become CPU-bound ones, the saturated worker fills with requests
@@ -291,12 +325,30 @@ type Worker struct {
 	badReport uint64 // reports outside [0, 1] or malformed, ever
 
 	baseline float64 // no-load latency, ns; 0 until known
-	lightSum float64 // the rtts of the current run of windows that held one request at most, ns
-	lightN   int     // and their number
+	// baseSure: the baseline was measured with the worker holding one
+	// request at most, or under load with its loop under half busy; not
+	// only under load with the loop busy or not known, where it is an
+	// upper bound (see Worker).
+	baseSure bool
+	// A lone measurement is under way (the limit held at 1 until the
+	// baseline is sure), measured by the windows that start after
+	// aloneFrom, and none starts before aloneNext.
+	alone                bool
+	aloneFrom, aloneNext time.Time
+	serial               bool    // the last judged window's requests queued one after another
+	lightSum             float64 // the rtts of the current run of windows that held one request at most, ns
+	lightN               int     // and their number
 	// The windows under load since the last estimate from them: their
 	// rtts (ns), number, occupancies weighted by completions, windows.
 	loadSum, loadOcc   float64
 	loadN, loadWindows int
+	loadQuiet          bool // each of them had its loop under half busy
+	// idleStart: the request being held began on an idle worker, and
+	// the first to finish since is taken as its latency, firstRTT (ns;
+	// 0: none yet): a request that ran alone, if the worker serves its
+	// requests in order.
+	idleStart bool
+	firstRTT  float64
 	// The estimate under load gathered over more than one window at the
 	// lowest occupancy since the baseline was last measured without load
 	// or a window under load held eight completions: its occupancy (0:
@@ -392,6 +444,9 @@ func (w *Worker) Occupy(now time.Time, n int) {
 		w.heldTime += float64(w.held) * float64(d)
 		w.last = now
 	}
+	if w.held == 0 && n > 0 {
+		w.idleStart = true
+	}
 	w.held = n
 	w.peak = max(w.peak, n)
 }
@@ -432,6 +487,9 @@ func (w *Worker) Complete(rtt time.Duration, dropped bool) {
 	}
 	w.n++
 	w.sumRTT += float64(rtt)
+	if w.idleStart {
+		w.idleStart, w.firstRTT = false, float64(rtt)
+	}
 	if w.ack && w.held+1 >= w.limit && w.limit < w.ackCap && w.nearBaseline(float64(rtt), workerSlowStart) &&
 		(w.satN == 0 || 2*w.satSum < w.maxSat*float64(w.satN)) {
 		w.limit++
@@ -486,7 +544,10 @@ func (w *Worker) saturationRule(now time.Time, elapsed time.Duration, l, peak in
 	inflated, severe, rtt := false, false, 0.0
 	if w.n > 0 {
 		rtt = w.sumRTT / float64(w.n)
-		w.learnBaseline(peak, occupancy)
+		// The window load arrived in (after idle time, or the worker's
+		// first) has reports that cover the time before it: a low one
+		// does not say its loop was under half busy.
+		w.learnBaseline(peak, occupancy, 2*s < w.maxSat && !w.lull && w.prevOcc >= 0)
 		inflated = w.guarded(rtt, workerGuardGrowth)
 		severe = w.guarded(rtt, workerGuardCut)
 	}
@@ -538,9 +599,47 @@ func (w *Worker) saturationRule(now time.Time, elapsed time.Duration, l, peak in
 		// not clearly (two workers overloaded on one CPU, the rtt as
 		// noisy as the cut is deep).
 		if !busy && !w.cutBusy && rtt >= w.cutRTT*(1+float64(w.cutTo)/float64(from))/2 {
-			w.baseline, w.severeRTT = rtt, 0
+			w.baseline, w.baseSure, w.severeRTT = rtt, true, 0
 			return max(from, l)
 		}
+	}
+	// A no-load latency learnt only under load with the loop busy is an
+	// upper bound: requests that queued for the loop, a CPU-bound
+	// worker's behind the others it held, as when a front starts into its
+	// load at its first limit of 4 (the baseline four renders). Read so,
+	// the latency guard is blind, and a CPU-bound worker's requests seem
+	// to use the loop for a quarter of their latency, an async worker's:
+	// its limit climbed by throughput probes (real Hypernova workers, 8
+	// to 12 for a whole run) or sat at 4-5 with every request queued
+	// behind four others, the kernel reading its shared CPU under
+	// MaxSaturation (0.72-0.92). The request that began on the idle
+	// worker ran alone, if the worker serves its requests in order: when
+	// it took half the baseline or less, the others queued behind each
+	// other, and the limit is held at 1 until the worker has answered
+	// workerMinSamples requests alone, as Envoy's adaptive concurrency
+	// filter measures its minimum latency at a few requests. A CPU-bound
+	// worker loses nothing so. An async worker's first request takes as
+	// long as the rest: the loop alone does not tell them apart (the
+	// kernel read CPU-bound Hypernova workers on cores shared with their
+	// load 0.55-0.69, async Node workers on a slow machine 0.5-0.66), and
+	// held at 1 such a worker served 600/s for a fresh front's first
+	// quarter second, then nothing for the next. Once in workerAloneEvery
+	// at most; the rule then judges afresh from 1.
+	if w.alone {
+		if !w.baseSure {
+			return 1
+		}
+		w.alone = false
+	} else if busy && !w.baseSure && w.baseline > 0 && w.firstRTT > 0 && workerAloneGap*w.firstRTT <= w.baseline &&
+		l > 1 && peak > 1 && !now.Before(w.aloneNext) {
+		// The requests it holds were sent under the old limit and queued
+		// behind each other: they drain for about a window's rtt, and a
+		// front that counts at most the limit's worth as held (sluice's
+		// does) would have them measured as alone.
+		w.alone, w.ramped = true, true
+		w.aloneFrom, w.aloneNext = now.Add(time.Duration(rtt)), now.Add(workerAloneEvery)
+		w.severeRTT, w.cutFrom, w.serial = 0, 0, false
+		return 1
 	}
 	// The first ramp starts at a few requests (the proxy's first limit),
 	// before anything is known of the worker. One whose loop is half busy
@@ -589,7 +688,26 @@ func (w *Worker) saturationRule(now time.Time, elapsed time.Duration, l, peak in
 	if severe && held > 0 {
 		w.severeRTT = rtt
 	}
+	// Requests that take as long as the others the worker held ahead of
+	// them (three quarters of a no-load latency each, or more) are served
+	// one after another: the worker is saturated, whatever the kernel
+	// reads of a loop that shares its CPU (0.72-0.97 for CPU-bound
+	// Hypernova workers, never MaxSaturation), and requests it holds
+	// beyond one only wait inside it. An async worker's requests, which
+	// wait on their own, take little longer for being held together.
+	// Two windows in a row, as a cut for latency; to where its requests
+	// would take 1 + workerSerial no-load latencies.
+	prevSerial := w.serial
+	w.serial = w.baseSure && busy && w.baseline > 0 && occupancy >= 2 && rtt >= w.baseline*(1+workerSerial*(occupancy-1))
 	switch {
+	case w.serial && prevSerial:
+		w.ramped, w.serial, w.severeRTT = true, false, 0
+		h := held
+		if h == 0 {
+			h = peak
+		}
+		w.cutSettle, w.cutUntil = true, now.Add(time.Duration(rtt))
+		return max(1, min(int(math.Floor(0.9*float64(h))), int(math.Floor(float64(h)*(1+workerSerial)*w.baseline/rtt))))
 	case w.severeRTT > 0 && prevSevere > 0:
 		w.ramped, w.severeRTT = true, 0
 		judged := min(rtt, prevSevere)
@@ -660,7 +778,7 @@ func (w *Worker) latencyRule(now time.Time, l, peak int, occupancy float64) int 
 		return int(math.Floor(0.9 * float64(l)))
 	}
 	rtt := w.sumRTT / float64(w.n)
-	w.learnBaseline(peak, occupancy)
+	w.learnBaseline(peak, occupancy, false)
 	return w.climb(now, l, peak, occupancy, rtt, false)
 }
 
@@ -787,29 +905,37 @@ func (w *Worker) settleFor(now time.Time, rtt float64) {
 // CPU taken for a moment), whose latency grows with whatever the worker
 // held, and read so, a fresh front's async workers were cut for latency
 // now and then.
-func (w *Worker) learnBaseline(peak int, occupancy float64) {
+func (w *Worker) learnBaseline(peak int, occupancy float64, quiet bool) {
 	if peak <= 1 {
 		w.loadSum, w.loadN, w.loadOcc, w.loadWindows = 0, 0, 0, 0
+		if w.alone && w.start.Before(w.aloneFrom) {
+			return
+		}
 		w.lightSum += w.sumRTT
 		w.lightN += w.n
 		if w.lightN >= workerMinSamples {
-			w.baseline = w.lightSum / float64(w.lightN)
+			w.baseline, w.baseSure = w.lightSum/float64(w.lightN), true
 			w.lightSum, w.lightN = 0, 0
 			w.sparseOcc, w.sparseRTT = 0, 0
 		}
 		return
 	}
 	w.lightSum, w.lightN = 0, 0
+	if w.loadWindows == 0 {
+		w.loadQuiet = true
+	}
 	w.loadSum += w.sumRTT
 	w.loadN += w.n
 	w.loadOcc += occupancy * float64(w.n)
 	w.loadWindows++
+	w.loadQuiet = w.loadQuiet && quiet
 	if w.loadN < workerMinSamples {
 		return
 	}
 	rtt := w.loadSum / float64(w.loadN)
 	occ := w.loadOcc / float64(w.loadN)
 	sparse := w.loadWindows > 1
+	quiet = w.loadQuiet
 	w.loadSum, w.loadN, w.loadOcc, w.loadWindows = 0, 0, 0, 0
 	est := rtt
 	switch {
@@ -826,8 +952,18 @@ func (w *Worker) learnBaseline(peak int, occupancy float64) {
 	default:
 		est = min(est, loneLatency(w.sparseOcc, w.sparseRTT, occ, rtt))
 	}
-	if w.baseline == 0 || est < w.baseline {
+	switch {
+	case w.baseline == 0:
+		w.baseline, w.baseSure = est, quiet
+	case est < w.baseline:
+		// A busy loop's estimate is an upper bound: one that lowers a
+		// sure baseline by a little is noise (an async worker's waits
+		// vary by a fifth or more), by more a worker that became faster,
+		// not known how much.
+		w.baseSure = quiet || w.baseSure && est >= workerSureDrift*w.baseline
 		w.baseline = est
+	case quiet:
+		w.baseSure = true
 	}
 }
 

@@ -127,6 +127,10 @@ func TestWorkerLullDoesNotHoldGrowth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Its no-load latency measured alone first: 60 ms.
+	if got := windowOf(w, &now, 1, 4, 60*time.Millisecond, 0.05); got != 8 {
+		t.Fatalf("a light window at 8: got limit %d, want 8 held", got)
+	}
 	if got := windowOf(w, &now, 8, 4, 60*time.Millisecond, 0.99); got != 7 {
 		t.Fatalf("a saturated window at 8: got limit %d, want 7", got)
 	}
@@ -248,9 +252,19 @@ func TestWorkerFirstRampBusyBelowItsLimit(t *testing.T) {
 	if got := windowOf(w, &now, 1, 4, 120*time.Millisecond, 0.9); got != 1 || w.Ramping() {
 		t.Errorf("one request at a time, the loop 90%% busy: got limit %d, ramping %v; want 1, the ramp over", got, w.Ramping())
 	}
-	w = fresh()
-	// Two held, the loop 60% busy: not a renderer of one at a time (an
-	// async worker's ramp goes on).
+	// Its no-load latency measured alone (120 ms), the loop idle: slow
+	// start doubles.
+	knownFresh := func() *Worker {
+		t.Helper()
+		w := fresh()
+		if got := windowOf(w, &now, 1, 4, 120*time.Millisecond, 0.05); got != 4 {
+			t.Fatalf("a light window at 4: got limit %d, want 4 held", got)
+		}
+		return w
+	}
+	w = knownFresh()
+	// Two held, the loop 60% busy, requests no slower than alone: not a
+	// renderer of one at a time (an async worker's ramp goes on).
 	if got := windowOf(w, &now, 2, 4, 120*time.Millisecond, 0.6); got != 4 || !w.Ramping() {
 		t.Errorf("two requests, the loop 60%% busy: got limit %d, ramping %v; want 4, still ramping", got, w.Ramping())
 	}
@@ -258,10 +272,10 @@ func TestWorkerFirstRampBusyBelowItsLimit(t *testing.T) {
 	if got := windowOf(w, &now, 1, 4, 120*time.Millisecond, 0.3); got != 4 || !w.Ramping() {
 		t.Errorf("one request, the loop 30%% busy: got limit %d, ramping %v; want 4, still ramping", got, w.Ramping())
 	}
-	w = fresh()
+	w = knownFresh()
 	// The whole limit held, the loop 60% busy: the first ramp's growth
 	// rules (a worker that holds all it is given may take more).
-	if got := windowOf(w, &now, 4, 8, 60*time.Millisecond, 0.6); got < 4 {
+	if got := windowOf(w, &now, 4, 8, 120*time.Millisecond, 0.6); got < 4 {
 		t.Errorf("the whole limit held, the loop 60%% busy: got limit %d, want at least 4", got)
 	}
 }
