@@ -759,6 +759,22 @@ func (c *Controller) Tolerate(until time.Time, bound time.Duration) {
 	c.tolerateBound = max(c.tolerateBound, bound)
 }
 
+// EndTolerance ends, from now, the tolerance in force if it would end by
+// until: the one its caller set to until, not one another source has
+// extended past it since (a rolling restart's). Its bound fades from now,
+// as when it ends by itself. A proxy whose workers' first ramps are over
+// before their grace ends so: the queue tolerated for their climb is
+// overload once they are cut (two CPU-bound Hypernova workers at 2x, cut
+// to 1 a quarter second into a fresh front's load, left a queue standing
+// to the tolerance's half second for another second, then shed whole).
+func (c *Controller) EndTolerance(until time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if now := time.Now(); now.Before(c.tolerateUntil) && !c.tolerateUntil.After(until) {
+		c.tolerateUntil = now
+	}
+}
+
 // ReplaceTolerance puts a tolerance until the time given, with bound, in
 // place of any in force, in one step: a rolling restart's end shortens its
 // own tolerance to its grace so. (Tolerate with a zero until, then the new

@@ -218,3 +218,25 @@ func TestToleranceFadesWhenItEnds(t *testing.T) {
 		}
 	})
 }
+
+// EndTolerance ends, from now, the tolerance its caller set (its bound
+// fading from now), not one another source extended past it: a proxy
+// whose workers' first ramps are over ends its own, never a rolling
+// restart's.
+func TestEndTolerance(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newController(t, 2, admission.Options{CoDelTarget: 5 * time.Millisecond})
+		now := time.Now()
+		ramp := now.Add(time.Second)
+		c.Tolerate(ramp, 500*time.Millisecond)
+		time.Sleep(100 * time.Millisecond)
+		c.EndTolerance(ramp)
+		wantTolerance(t, c, "its own, ended", now.Add(100*time.Millisecond), 500*time.Millisecond)
+
+		later := time.Now()
+		c.Tolerate(later.Add(time.Second), 500*time.Millisecond)
+		c.Tolerate(later.Add(time.Hour), 500*time.Millisecond) // a roll's
+		c.EndTolerance(later.Add(time.Second))
+		wantTolerance(t, c, "extended by a roll", later.Add(time.Hour), 500*time.Millisecond)
+	})
+}

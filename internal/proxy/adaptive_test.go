@@ -230,3 +230,66 @@ func TestAdaptiveWorkerFirstAnswerHold(t *testing.T) {
 		}
 	})
 }
+
+// The queue tolerated for a first ramp is overload once every worker's
+// ramp is over below where it began (CPU-bound workers cut toward 1): the
+// Controller's tolerance ends then, not a second after the limit last
+// grew (its grace). Two CPU-bound Hypernova workers cut to 1 a quarter
+// second into a fresh front's load at 2x left a queue standing to the
+// tolerance's half second for another second, then shed whole. A ramp
+// that ends higher (an async worker's, cut at its saturation) leaves the
+// tolerance to its grace: its slots serve what queued.
+func TestRampToleranceEndsWithTheRamps(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		ramp  int // requests at 400/s, the loop idle
+		cut   int // then saturated: at 400/s, or one at a time
+		one   bool
+		ended bool
+	}{
+		// One request at a time, the loop 90% busy: a renderer at
+		// capacity, cut to 1 (see limit.Worker's first ramp).
+		{"cut below its first limit", 60, 8, true, true},
+		{"cut above it", 100, 60, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newRig(t, proxy.Options{}, admission.Options{QueueTimeout: 10 * time.Second,
+					CoDelTarget: 5 * time.Millisecond, CoDelInterval: 100 * time.Millisecond})
+				g.adaptiveWorker(64)
+				var calls []*call
+				offer := func(n int, path string) {
+					for range n {
+						calls = append(calls, g.get(path))
+						time.Sleep(2500 * time.Microsecond)
+					}
+				}
+				defer func() {
+					for _, c := range calls {
+						c.result()
+					}
+				}()
+				offer(tc.ramp, "/sleep?d=60ms&sat=0.05")
+				if st := g.c.Stats(); !st.TolerateUntil.After(time.Now()) {
+					t.Errorf("ramping: got tolerance until %v, want one in force", st.TolerateUntil)
+					return
+				}
+				if tc.one {
+					for range tc.cut {
+						g.get("/sleep?d=60ms&sat=0.9").result()
+					}
+				} else {
+					offer(tc.cut, "/sleep?d=60ms&sat=0.99")
+				}
+				l := endpointStats(t, g).Limit
+				if tc.ended != (l < 4) {
+					t.Errorf("after the saturated requests: limit %d", l)
+					return
+				}
+				if st := g.c.Stats(); st.TolerateUntil.After(time.Now()) == tc.ended {
+					t.Errorf("limit %d: got tolerance until %v (now %v), want it ended %v", l, st.TolerateUntil, time.Now(), tc.ended)
+				}
+			})
+		})
+	}
+}

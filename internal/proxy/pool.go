@@ -171,7 +171,11 @@ type pool struct {
 	wlOpts    WorkerLimit
 	setLimit  func(int)
 	tolerate  func(until time.Time, bound time.Duration) // the Controller's Tolerate
-	slotWaits atomic.Uint64
+	// the Controller's EndTolerance, and the end of the last tolerance
+	// the ramps asked for
+	endTolerance func(until time.Time)
+	rampUntil    time.Time
+	slotWaits    atomic.Uint64
 
 	mu      sync.Mutex
 	eps     []*endpoint // routable and draining, in the order added
@@ -184,11 +188,11 @@ type pool struct {
 	waiters []*slotWaiter // FIFO
 }
 
-func (p *pool) init(slowStart time.Duration, ahead int, wl WorkerLimit, setLimit func(int), tolerate func(time.Time, time.Duration)) {
+func (p *pool) init(slowStart time.Duration, ahead int, wl WorkerLimit, setLimit func(int), tolerate func(time.Time, time.Duration), endTolerance func(time.Time)) {
 	p.slowStart = slowStart
 	p.ahead = ahead
 	p.wlOpts = wl
-	p.setLimit, p.tolerate = setLimit, tolerate
+	p.setLimit, p.tolerate, p.endTolerance = setLimit, tolerate, endTolerance
 	p.byID = make(map[int]*endpoint)
 	p.applied = -1
 	p.mu.Lock()
@@ -437,18 +441,25 @@ func (p *pool) complete(e *endpoint, c completion) {
 		if c.done {
 			e.wl.Complete(c.rtt, c.dropped)
 		}
+		ramping := e.wl.Ramping()
 		if l, changed := e.wl.Decide(now); changed {
 			if l > e.limit && e.wl.Ramping() {
 				// Still in its first slow start: the queue built over its
 				// few slots is served as the limit catches up, where CoDel
 				// would shed it as standing.
-				p.tolerate(now.Add(rampGrace), rampQueueBound)
+				p.rampUntil = now.Add(rampGrace)
+				p.tolerate(p.rampUntil, rampQueueBound)
 			}
 			if e.routable {
 				p.slots += l - e.limit
 			}
 			e.limit = l
 			p.applyLimitLocked()
+		}
+		if (ramping || e.limit < firstLimit) && !e.wl.Ramping() && now.Before(p.rampUntil) && p.rampsFellLocked() {
+			// Every first ramp is over, each below where it started: what
+			// queued meanwhile is overload now, not a climb to wait for.
+			p.endTolerance(p.rampUntil)
 		}
 	}
 	if e.routable {
@@ -460,6 +471,24 @@ func (p *pool) complete(e *endpoint, c completion) {
 	if e.outstanding == 0 {
 		p.wakeDrainLocked(e)
 	}
+}
+
+// rampsFellLocked reports whether every routable adaptive endpoint's
+// first ramp is over with its limit under firstLimit: workers that serve
+// fewer at once than they were first given (CPU-bound ones, cut to 1),
+// for which the queue the ramps had tolerated is overload. Not when one
+// ended higher: the queue built while async workers climbed is served by
+// the slots they climbed to (ended as their ramps did, it was shed:
+// fresh fronts before two async Node workers at about 1.2x lost a
+// quarter second of their first second more often).
+// REQUIRES p.mu held.
+func (p *pool) rampsFellLocked() bool {
+	for _, e := range p.eps {
+		if e.routable && e.wl != nil && (e.wl.Ramping() || e.limit >= firstLimit) {
+			return false
+		}
+	}
+	return true
 }
 
 // contendLocked takes a reading of the share of e's runnable time it

@@ -82,7 +82,7 @@ func New(o Options) (*Proxy, error) {
 	p := &Proxy{o: o, c: o.Controller, log: o.Logger}
 	p.mem.max = o.MaxBufferedBytes
 	p.bufs.New = func() any { b := make([]byte, bufSize); return &b }
-	p.pool.init(o.SlowStart, o.Lookahead, o.WorkerLimit, o.Controller.SetCeiling, o.Controller.Tolerate)
+	p.pool.init(o.SlowStart, o.Lookahead, o.WorkerLimit, o.Controller.SetCeiling, o.Controller.Tolerate, o.Controller.EndTolerance)
 	p.up.open = make(map[*upgraded]struct{})
 	p.up.perEp = make(map[*endpoint]int)
 	return p, nil
