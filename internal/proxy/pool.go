@@ -441,7 +441,6 @@ func (p *pool) complete(e *endpoint, c completion) {
 		if c.done {
 			e.wl.Complete(c.rtt, c.dropped)
 		}
-		ramping := e.wl.Ramping()
 		if l, changed := e.wl.Decide(now); changed {
 			if l > e.limit && e.wl.Ramping() {
 				// Still in its first slow start: the queue built over its
@@ -456,10 +455,11 @@ func (p *pool) complete(e *endpoint, c completion) {
 			e.limit = l
 			p.applyLimitLocked()
 		}
-		if (ramping || e.limit < firstLimit) && !e.wl.Ramping() && now.Before(p.rampUntil) && p.rampsFellLocked() {
+		if e.limit < firstLimit && now.Before(p.rampUntil) && p.rampsFellLocked() {
 			// Every first ramp is over, each below where it started: what
 			// queued meanwhile is overload now, not a climb to wait for.
 			p.endTolerance(p.rampUntil)
+			p.rampUntil = time.Time{}
 		}
 	}
 	if e.routable {
