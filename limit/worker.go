@@ -140,6 +140,10 @@ const (
 	// times the latency of the last request that began on an idle worker
 	// is that of requests that queued behind each other.
 	workerAloneGap = 2
+	// workerLoneBusy is how busy a worker's loop must read in two
+	// windows running for an upper bound of a baseline to be measured
+	// alone whatever its first request took.
+	workerLoneBusy = 0.8
 	// workerHoldMax bounds how long a worker that reports nothing waits
 	// before it probes again after probes failed.
 	workerHoldMax = 5 * time.Second
@@ -164,7 +168,7 @@ const (
 // is over 1.5 times the baseline or the loop half busy (over this window
 // and the last) and rtt over 3 times, else nothing (no cut):
 //
-//	baseline an upper bound, 2x a request begun on an idle worker, the loop half busy:  L = 1 until requests are answered alone
+//	baseline an upper bound, the loop half busy, a request begun on an idle worker in half of it or the loop 0.8 busy:  L = 1 until requests are answered alone
 //	rtt >= baseline x (1 + 0.75 (occupancy - 1)), the loop half busy:  L = max(1, min(floor(0.9 H), floor(H x 1.75 x baseline / rtt)))
 //	rtt > 3 x baseline, H known:  L = max(1, min(floor(0.9 H), floor(H x 3 x baseline / rtt)))
 //	s >= MaxSaturation, H known, requests using the loop for at most baseline / 4:  the throughput climb
@@ -184,10 +188,13 @@ const (
 // with the loop under half busy (not in load's first window, whose
 // reading covers the time before it too). Unsure, the loop half busy, and
 // the last request that began on an idle worker (which ran alone, if the
-// worker serves its requests in order) took half the baseline or less, the
-// limit is held at 1 until the worker has answered
-// workerMinSamples requests alone (the first two lines above; at most
-// once in workerAloneEvery), and the rule judges afresh from 1. Those
+// worker serves its requests in order) took half the baseline or less, or
+// the loop read 0.8 busy in two windows running, the limit is held at 1
+// until the worker has answered workerMinSamples requests alone (the
+// first two lines above; at most once in workerAloneEvery), and the rule
+// judges afresh from 1; or, when the first of those answers take half the
+// baseline or more (requests that wait on their own), the limit it left is
+// given back at once. Those
 // requests are the measure a serial worker is known by: held together,
 // its requests take a no-load latency for each other one ahead of them,
 // a queue inside the worker that the kernel's reading of a loop sharing
@@ -334,6 +341,8 @@ type Worker struct {
 	// baseline is sure), measured by the windows that start after
 	// aloneFrom, and none starts before aloneNext.
 	alone                bool
+	aloneLimit           int     // the limit a lone measurement left
+	aloneBase            float64 // and the baseline, ns
 	aloneFrom, aloneNext time.Time
 	serial               bool    // the last judged window's requests queued one after another
 	lightSum             float64 // the rtts of the current run of windows that held one request at most, ns
@@ -571,6 +580,7 @@ func (w *Worker) saturationRule(now time.Time, elapsed time.Duration, l, peak in
 	// two overloaded workers sharing a CPU reported 0.45 and 0.95 in
 	// turns, window after window.
 	busy := 2*max(s, w.lastSat) >= w.maxSat
+	loaded := min(s, w.lastSat) >= workerLoneBusy
 	w.lastSat = s
 	if w.cutSettle {
 		// The requests that complete for a while after a cut were sent
@@ -612,26 +622,46 @@ func (w *Worker) saturationRule(now time.Time, elapsed time.Duration, l, peak in
 	// its limit climbed by throughput probes (real Hypernova workers, 8
 	// to 12 for a whole run) or sat at 4-5 with every request queued
 	// behind four others, the kernel reading its shared CPU under
-	// MaxSaturation (0.72-0.92). The request that began on the idle
+	// MaxSaturation (0.55-0.92). The request that began on the idle
 	// worker ran alone, if the worker serves its requests in order: when
 	// it took half the baseline or less, the others queued behind each
-	// other, and the limit is held at 1 until the worker has answered
-	// workerMinSamples requests alone, as Envoy's adaptive concurrency
-	// filter measures its minimum latency at a few requests. A CPU-bound
-	// worker loses nothing so. An async worker's first request takes as
-	// long as the rest: the loop alone does not tell them apart (the
-	// kernel read CPU-bound Hypernova workers on cores shared with their
-	// load 0.55-0.69, async Node workers on a slow machine 0.5-0.66), and
-	// held at 1 such a worker served 600/s for a fresh front's first
-	// quarter second, then nothing for the next. Once in workerAloneEvery
-	// at most; the rule then judges afresh from 1.
+	// other; so may they have when the loop reads workerLoneBusy in two
+	// windows running (a worker that interleaves its requests, as
+	// Hypernova does a batch through promises, finished the four a fresh
+	// front sent at once together). The limit is then held at 1 until the
+	// worker has answered workerMinSamples requests alone, as Envoy's
+	// adaptive concurrency filter measures its minimum latency at a few
+	// requests, and the rule judges afresh from 1: a CPU-bound worker
+	// loses nothing so. But when its first lone answers take half the
+	// baseline or more, its requests wait on their own (an async worker's,
+	// whose loop read 0.5-0.66 at 4-10 requests on a slow machine, and
+	// more nearer its saturation) and the limit it left is given back at
+	// once: held at 1 for four answers, such workers served 600/s for a
+	// fresh front's first quarter second, then nothing for the next.
+	// Once in workerAloneEvery at most.
 	if w.alone {
-		if !w.baseSure {
+		lone := 0.0
+		switch {
+		case w.baseSure:
+			lone = w.baseline
+		case w.lightN > 0:
+			lone = w.lightSum / float64(w.lightN)
+		}
+		switch {
+		case lone > 0 && workerAloneGap*lone >= w.aloneBase:
+			// Alone, its requests take about as long as they did under
+			// load: they wait on their own (an async worker's), and the
+			// baseline was near its no-load latency. Its first lone
+			// answers decide: the limit is given back at once.
+			w.alone, w.baseSure = false, true
+			return max(w.aloneLimit, 1)
+		case !w.baseSure:
 			return 1
 		}
 		w.alone = false
-	} else if busy && !w.baseSure && w.baseline > 0 && w.firstRTT > 0 && workerAloneGap*w.firstRTT <= w.baseline &&
+	} else if busy && !w.baseSure && w.baseline > 0 && (w.firstRTT > 0 && workerAloneGap*w.firstRTT <= w.baseline || loaded) &&
 		l > 1 && peak > 1 && !now.Before(w.aloneNext) {
+		w.aloneLimit, w.aloneBase = l, w.baseline
 		// The requests it holds were sent under the old limit and queued
 		// behind each other: they drain for about a window's rtt, and a
 		// front that counts at most the limit's worth as held (sluice's
