@@ -6,7 +6,8 @@
 # rolling restart (POST /workers/restart) 1 s into the R runs and none in
 # the N runs. One sluice runs for each of MODES, the workers.roll values
 # to compare (default: surge replace), each with two workers of its own; the
-# N runs go to the first. The runs of a round take turns in an order
+# N runs go to the first. An entry MODE@BINARY runs that sluice binary in
+# place of SLUICE (two builds side by side: MODES="surge surge@/tmp/b"). The runs of a round take turns in an order
 # rotated by one each round, so that the machine's drift falls on all.
 # Each run waits for the instance's two ready workers and QUIET (3s)
 # before it starts.
@@ -14,6 +15,7 @@
 #   go build -o /tmp/sluice ./cmd/sluice
 #   SLUICE=/tmp/sluice RATE=300 ROUNDS=4 internal/eval/gap/roll-ab.sh
 #   MODES=surge SLUICE=/tmp/sluice internal/eval/gap/roll-ab.sh
+#   MODES="surge surge@/tmp/sluice-b" SLUICE=/tmp/sluice RATE=330 ROUNDS=8 internal/eval/gap/roll-ab.sh
 #
 # A line per run gives the success %, p99, errors and the goodput of each
 # second (by send time); the rolls' durations close the output. Every
@@ -37,18 +39,21 @@ await() { # admin port: until its two workers are ready, or 20 s
 		sleep 0.2
 	done
 }
+label() { local l=${1//\//_}; echo "${l//@/-}"; } # an entry's name in files and lines
 port=4140
-for m in "${modes[@]}"; do
+for e in "${modes[@]}"; do
+	m=$(label "$e") bin=$SLUICE
+	[[ $e == *@* ]] && bin=${e#*@}
 	cat >"$work/sluice-$m.yaml" <<Y
 server: {listen: 127.0.0.1:$port}
 admin: {listen: 127.0.0.1:$((port + 1))}
 workers:
   command: ["node", "$root/internal/eval/hypernova/worker.js"]
   count: 2
-  roll: $m
+  roll: ${e%%@*}
   env: {NODE_ENV: production}
 Y
-	"$SLUICE" serve -c "$work/sluice-$m.yaml" >"$work/sluice-$m.log" 2>&1 &
+	"$bin" serve -c "$work/sluice-$m.yaml" >"$work/sluice-$m.log" 2>&1 &
 	pids+=($!)
 	port=$((port + 2))
 done
@@ -76,8 +81,8 @@ print(sys.argv[1], "succ", round(100*d["success_ratio"],1), "p99", round(d["late
 }
 turns=("N 4140 0")
 port=4140
-for m in "${modes[@]}"; do
-	turns+=("R-$m $port 1")
+for e in "${modes[@]}"; do
+	turns+=("R-$(label "$e") $port 1")
 	port=$((port + 2))
 done
 for r in $(seq 0 $((${ROUNDS:-4} - 1))); do
@@ -86,6 +91,7 @@ for r in $(seq 0 $((${ROUNDS:-4} - 1))); do
 		run ${turns[$(((i + r) % ${#turns[@]}))]}
 	done
 done
-for m in "${modes[@]}"; do
+for e in "${modes[@]}"; do
+	m=$(label "$e")
 	echo "$m: $(grep -h "rolling restart done" "$work/sluice-$m.log" | grep -o 'took=[^ ]*' | tr '\n' ' ')"
 done
