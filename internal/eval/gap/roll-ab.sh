@@ -17,6 +17,12 @@
 #   MODES=surge SLUICE=/tmp/sluice internal/eval/gap/roll-ab.sh
 #   MODES="surge surge@/tmp/sluice-b" SLUICE=/tmp/sluice RATE=330 ROUNDS=8 internal/eval/gap/roll-ab.sh
 #
+# HAPROXY=1 adds nginx -> HAProxy as the suite runs it (leastconn, maxconn
+# 1, a 500 ms queue, health checks POST /batch every second, fall 2 rise
+# 1, redispatch) over two workers of its own, with runs HN (no roll) and
+# HR (each worker stopped, started again and waited for until it renders
+# a job, one after the other, 1 s into the load, as the suite's deploy).
+#
 # A line per run gives the success %, p99, errors and the goodput of each
 # second (by send time); the rolls' durations close the output. Every
 # process shares the machine's cores, as the suite's Hypernova scenario
@@ -26,7 +32,10 @@ SLUICE=${SLUICE:?set SLUICE to a sluice binary}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
 work=$(mktemp -d)
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+cleanup() {
+	for p in "${pids[@]}" $(cat "$work"/hw-*.pid 2>/dev/null); do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+}
 trap cleanup EXIT
 printf '{"page":{"name":"Page","data":{"page":1,"items":23}}}' >"$work/job.json"
 read -r -a modes <<<"${MODES:-surge replace}"
@@ -57,16 +66,105 @@ Y
 	pids+=($!)
 	port=$((port + 2))
 done
+# nginx (4130) -> HAProxy (4131) -> workers 4132 and 4133.
+hworker() { # i: start the HAProxy turn's worker i, its PID in hw-i.pid
+	PORT=$((4132 + $1)) NODE_ENV=production node "$root/internal/eval/hypernova/worker.js" >>"$work/hw-$1.log" 2>&1 &
+	echo $! >"$work/hw-$1.pid"
+}
+hready() { # i: until worker i renders a job, or 20 s
+	for _ in $(seq 200); do
+		curl -sf -o /dev/null -X POST -H "Content-Type: application/json" --data "@$work/job.json" "127.0.0.1:$((4132 + $1))/batch" && return
+		sleep 0.1
+	done
+}
+hroll() { # each worker stopped (SIGTERM), started again and waited for, in turn
+	local i p
+	for i in 0 1; do
+		p=$(cat "$work/hw-$i.pid")
+		kill "$p"
+		while kill -0 "$p" 2>/dev/null; do sleep 0.05; done
+		hworker "$i"
+		hready "$i"
+	done
+}
+if [ "${HAPROXY:-0}" = 1 ]; then
+	hworker 0
+	hworker 1
+	cat >"$work/haproxy.cfg" <<Y
+global
+  maxconn 8000
+defaults
+  mode http
+  option abortonclose
+  timeout connect 2s
+  timeout client 30s
+  timeout server 30s
+  timeout http-keep-alive 65s
+  timeout queue 500ms
+frontend fe
+  bind 127.0.0.1:4131
+  default_backend workers
+backend workers
+  balance leastconn
+  option redispatch
+  retries 2
+  option httpchk
+  http-check send meth POST uri /batch hdr Content-Type application/json body '{"page":{"name":"Page","data":{"page":1,"items":1}}}'
+  http-check expect status 200
+  server w0 127.0.0.1:4132 maxconn 1 check inter 1s fall 2 rise 1
+  server w1 127.0.0.1:4133 maxconn 1 check inter 1s fall 2 rise 1
+Y
+	mkdir -p "$work/nginx"
+	cat >"$work/nginx.conf" <<Y
+daemon off;
+worker_processes auto;
+pid $work/nginx/nginx.pid;
+error_log $work/nginx/error.log warn;
+events { worker_connections 16384; }
+http {
+  access_log off;
+  client_body_temp_path $work/nginx/body;
+  proxy_temp_path $work/nginx/proxy;
+  fastcgi_temp_path $work/nginx/fastcgi;
+  uwsgi_temp_path $work/nginx/uwsgi;
+  scgi_temp_path $work/nginx/scgi;
+  keepalive_timeout 65s;
+  keepalive_requests 100000;
+  upstream haproxy { server 127.0.0.1:4131; keepalive 256; }
+  server {
+    listen 127.0.0.1:4130 backlog=4096;
+    location / {
+      proxy_pass http://haproxy;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_read_timeout 30s;
+    }
+  }
+}
+Y
+	haproxy -f "$work/haproxy.cfg" >"$work/haproxy.log" 2>&1 &
+	pids+=($!)
+	nginx -c "$work/nginx.conf" -e "$work/nginx/error.log" >"$work/nginx.log" 2>&1 &
+	pids+=($!)
+	hready 0
+	hready 1
+fi
 load=(-method POST -body "@$work/job.json" -H "Content-Type: application/json")
+if [ "${HAPROXY:-0}" = 1 ]; then
+	"$SLUICE" bench "${load[@]}" -rate 100 -duration 3s "http://127.0.0.1:4130/batch" >/dev/null 2>&1 # warm: V8's JIT
+fi
 port=4140
 for m in "${modes[@]}"; do
 	await $((port + 1))
 	"$SLUICE" bench "${load[@]}" -rate 100 -duration 3s "http://127.0.0.1:$port/batch" >/dev/null 2>&1 # warm: V8's JIT
 	port=$((port + 2))
 done
-run() { # name port roll(0|1)
+run() { # name port roll(0|1) [h: the nginx -> HAProxy turn]
 	local roller=""
-	if [ "$3" = 1 ]; then
+	if [ "$3" = 1 ] && [ "${4:-}" = h ]; then
+		(sleep 1 && t0=$EPOCHREALTIME && hroll && awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "took=%.2fs\n", b - a }' >>"$work/hroll.log") &
+		roller=$!
+	elif [ "$3" = 1 ]; then
 		(sleep 1 && curl -s -X POST "127.0.0.1:$(($2 + 1))/workers/restart" >/dev/null) &
 		roller=$!
 	fi
@@ -76,10 +174,19 @@ r=json.load(sys.stdin); d=r["total"]; s=r["series"]
 per=[round(sum(x["goodput_rps"] for x in s[i:i+4])/4) for i in range(0, len(s), 4)]
 print(sys.argv[1], "succ", round(100*d["success_ratio"],1), "p99", round(d["latency"]["p99_ns"]/1e6), "ms", d.get("errors",{}), "goodput each second", per)' "$1"
 	if [ -n "$roller" ]; then wait "$roller"; fi
-	await $(($2 + 1))
+	if [ "${4:-}" = h ]; then
+		hready 0
+		hready 1
+		sleep 2 # HAProxy's health checks: rise 1, every second
+	else
+		await $(($2 + 1))
+	fi
 	sleep "${QUIET:-3}"
 }
 turns=("N 4140 0")
+if [ "${HAPROXY:-0}" = 1 ]; then
+	turns+=("HN 4130 0 h" "HR 4130 1 h")
+fi
 port=4140
 for e in "${modes[@]}"; do
 	turns+=("R-$(label "$e") $port 1")
@@ -91,6 +198,9 @@ for r in $(seq 0 $((${ROUNDS:-4} - 1))); do
 		run ${turns[$(((i + r) % ${#turns[@]}))]}
 	done
 done
+if [ "${HAPROXY:-0}" = 1 ]; then
+	echo "nginx -> HAProxy: $(tr '\n' ' ' <"$work/hroll.log")"
+fi
 for e in "${modes[@]}"; do
 	m=$(label "$e")
 	echo "$m: $(grep -h "rolling restart done" "$work/sluice-$m.log" | grep -o 'took=[^ ]*' | tr '\n' ' ')"
