@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -241,6 +242,15 @@ func HypernovaMarkdown(info HypernovaInfo, runs []*RunResult) string {
 		}
 		return nil
 	}
+	findAll := func(setup, point string) []*RunResult {
+		var rs []*RunResult
+		for _, r := range runs {
+			if r.Setup == setup && r.Point == point && len(r.Reports) > 0 {
+				rs = append(rs, r)
+			}
+		}
+		return rs
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Capacity (closed loop, straight to the %d workers): %.1f/s. Goodput: 200s within the 1 s client timeout, per second (success share); p99 of successes.\n\n",
 		info.Workers, info.CapacityRPS)
@@ -267,13 +277,17 @@ func HypernovaMarkdown(info HypernovaInfo, runs []*RunResult) string {
 			others = append(others, fmt.Sprintf("%.2f", r.OtherCores()))
 		}
 		fmt.Fprintf(&b, " %s |", strings.Join(p99s, ", "))
-		if r := find(setup, restartPoint); r != nil {
-			fmt.Fprintf(&b, " %.1f%%", 100*(1-r.Reports[0].Total.SuccessRatio))
-			if base := find(setup, restartBaseline); base != nil {
-				fmt.Fprintf(&b, " (%.1f%% without)", 100*(1-base.Reports[0].Total.SuccessRatio))
+		if rs := findAll(setup, restartPoint); len(rs) > 0 {
+			b.WriteString(" " + lossCell(rs))
+			if bs := findAll(setup, restartBaseline); len(bs) > 0 {
+				b.WriteString(" (" + lossCell(bs) + " without)")
 			}
 			b.WriteString(" |")
-			others = append(others, fmt.Sprintf("%.2f", r.OtherCores()))
+			most := 0.0
+			for _, r := range rs {
+				most = max(most, r.OtherCores())
+			}
+			others = append(others, fmt.Sprintf("%.2f", most))
 		} else {
 			b.WriteString(" n/a |")
 			others = append(others, "—")
@@ -305,6 +319,24 @@ func HypernovaMarkdown(info HypernovaInfo, runs []*RunResult) string {
 		}
 	}
 	return b.String()
+}
+
+// lossCell is the share of requests the runs lost (anything but a
+// success): one run's, or the median of several with their range (the
+// rounds of Options.RestartRounds; the median of an even count is the
+// mean of the middle two).
+func lossCell(runs []*RunResult) string {
+	loss := make([]float64, len(runs))
+	for i, r := range runs {
+		loss[i] = 100 * (1 - r.Reports[0].Total.SuccessRatio)
+	}
+	if len(loss) == 1 {
+		return fmt.Sprintf("%.1f%%", loss[0])
+	}
+	slices.Sort(loss)
+	n := len(loss)
+	med := (loss[(n-1)/2] + loss[n/2]) / 2
+	return fmt.Sprintf("%.1f%% median of %d (%.1f-%.1f%%)", med, n, loss[0], loss[n-1])
 }
 
 func joinMultiples(ms []float64) string {

@@ -348,6 +348,35 @@ func TestHypernovaMarkdown(t *testing.T) {
 	}
 }
 
+// With several restart rounds the table gives each front's median loss
+// and its range, with and without a roll.
+func TestHypernovaMarkdownRestartRounds(t *testing.T) {
+	run := func(setup, point string, success float64) *RunResult {
+		return &RunResult{Setup: setup, Point: point, CPU: CPUUse{Others: success, Wall: 1}, Reports: []*loadgen.Report{{Total: loadgen.Stats{
+			Goodput: 40, SuccessRatio: success, Successes: 200, Latency: loadgen.Latency{P99: time.Second}}}}}
+	}
+	var runs []*RunResult
+	for _, r := range [][4]float64{{1, 0.80, 0.97, 0.90}, {0.99, 0.75, 1, 0.95}, {1, 0.70, 0.98, 0.99}} {
+		runs = append(runs, run(SetupNginxHA500ms, restartBaseline, r[0]), run(SetupNginxHA500ms, restartPoint, r[1]),
+			run(SetupSluice, restartBaseline, r[2]), run(SetupSluice, restartPoint, r[3]))
+	}
+	md := HypernovaMarkdown(HypernovaInfo{Workers: 2, CapacityRPS: 50}, runs)
+	for _, want := range []string{
+		"| 25.0% median of 3 (20.0-30.0%) (0.0% median of 3 (0.0-1.0%) without) | —, —, —, 0.80 |",
+		"| 5.0% median of 3 (1.0-10.0%) (2.0% median of 3 (0.0-3.0%) without) | —, —, —, 0.99 |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("the table lacks %q:\n%s", want, md)
+		}
+	}
+	if got := lossCell(runs[1:2]); got != "20.0%" {
+		t.Errorf("one run: %q, want 20.0%%", got)
+	}
+	if got := lossCell([]*RunResult{runs[1], runs[5]}); got != "22.5% median of 2 (20.0-25.0%)" {
+		t.Errorf("two runs: %q, want the mean of the two as the median", got)
+	}
+}
+
 func TestHypernovaWorkerDirectoryIsAPackage(t *testing.T) {
 	dir := filepath.Dir(filepath.Join("..", "..", DefaultHypernovaWorker))
 	b, err := os.ReadFile(filepath.Join(dir, "package.json"))

@@ -260,55 +260,120 @@ const hypernovaRestartDelay = time.Second
 // HAProxy's health checks taking each out) and for sluice (its own rolling
 // restart of workers it supervises: a sluice of its own, started for it),
 // each after the same load without a restart, the loss the restart adds
-// to.
+// to; Options.RestartRounds times, HAProxy's pair then sluice's each round.
 func (s *Suite) hypernovaRestarts(ctx context.Context, targets []*target, script string, job []byte, dir string, info *HypernovaInfo) ([]*RunResult, error) {
 	load := hypernovaRestartLoad(s.o.Phase)
-	var runs []*RunResult
+	var ha *target
 	for _, t := range targets {
-		if t.name != SetupNginxHA500ms {
-			continue
+		if t.name == SetupNginxHA500ms {
+			ha = t
 		}
-		pool := t.pool
-		base, err := s.hypernovaRunOnce(ctx, t, HypernovaRestartMultiple, restartBaseline, load, job, nil)
-		if err != nil {
-			return nil, err
-		}
-		runs = append(runs, base)
-		info.Restart[t.name] = "each devMode worker stopped (SIGTERM), started again and waited for (it renders a job), one after the other, as a deploy does; HAProxy's health checks (POST /batch every " +
+	}
+	if ha != nil {
+		info.Restart[ha.name] = "each devMode worker stopped (SIGTERM), started again and waited for (it renders a job), one after the other, as a deploy does; HAProxy's health checks (POST /batch every " +
 			HypernovaCheckInterval.String() + ", fall 2, rise 1) take it out and back; option redispatch"
-		r, err := s.hypernovaRunOnce(ctx, t, HypernovaRestartMultiple, restartPoint, load, job, func(ctx context.Context) error {
-			for i := range pool.Procs {
-				if err := pool.RestartOne(ctx, i); err != nil {
-					return err
+	}
+	var runs []*RunResult
+	var sl *target
+	var logf *os.File
+	for round := range s.o.RestartRounds {
+		if ha != nil {
+			pair, err := s.hypernovaRestartPair(ctx, ha, round, load, job, func(ctx context.Context) error {
+				for i := range ha.pool.Procs {
+					if err := ha.pool.RestartOne(ctx, i); err != nil {
+						return err
+					}
 				}
+				return nil
+			})
+			runs = append(runs, pair...)
+			if err != nil {
+				return runs, err
+			}
+			if ha.pool.Warm != nil {
+				if err := ha.pool.Warm(ctx); err != nil {
+					return runs, err
+				}
+			}
+		}
+		if sl == nil {
+			var stop func()
+			var err error
+			sl, logf, stop, err = s.supervisedHypernova(ctx, targets, script, job, dir, info)
+			if err != nil {
+				return runs, err
+			}
+			defer stop()
+			if ha != nil {
+				// From the next round on, HAProxy's runs wait for these
+				// workers to be idle too.
+				h := *ha
+				h.quiet = append(slices.Clone(ha.quiet), sl.pool)
+				ha = &h
+			}
+		}
+		pair, err := s.hypernovaRestartPair(ctx, sl, round, load, job, func(ctx context.Context) error {
+			var out bytes.Buffer
+			status, err := post(ctx, newClient(5*time.Second), "http://"+sl.front.Admin+"/workers/restart", "text/plain", nil, &out)
+			if err != nil {
+				return err
+			}
+			if status != http.StatusAccepted {
+				return fmt.Errorf("eval: POST /workers/restart: status %d: %s", status, out.String())
+			}
+			line, err := waitLog(ctx, logf, []string{"rolling restart done", "rolling restart failed"}, 100*time.Millisecond, load)
+			if err != nil {
+				return err
+			}
+			if !bytes.Contains([]byte(line), []byte("rolling restart done")) {
+				return fmt.Errorf("eval: sluice: %s", line)
 			}
 			return nil
 		})
+		runs = append(runs, pair...)
 		if err != nil {
-			return nil, err
-		}
-		runs = append(runs, r)
-		if pool.Warm != nil {
-			if err := pool.Warm(ctx); err != nil {
-				return nil, err
-			}
+			return runs, err
 		}
 	}
+	return runs, nil
+}
 
+// hypernovaRestartPair runs t's load without a restart, then with roll
+// during it, both marked as the round's repeat.
+func (s *Suite) hypernovaRestartPair(ctx context.Context, t *target, round int, load time.Duration, job []byte, roll func(context.Context) error) ([]*RunResult, error) {
+	base, err := s.hypernovaRunOnce(ctx, t, HypernovaRestartMultiple, restartBaseline, load, job, nil)
+	if err != nil {
+		return nil, err
+	}
+	base.Repeat = round
+	r, err := s.hypernovaRunOnce(ctx, t, HypernovaRestartMultiple, restartPoint, load, job, roll)
+	if err != nil {
+		return []*RunResult{base}, err
+	}
+	r.Repeat = round
+	return []*RunResult{base, r}, nil
+}
+
+// supervisedHypernova starts a sluice of its own supervising s.o.Workers
+// Hypernova workers, warms them through it, and returns it as a target,
+// its log opened at its end (for the rolling restart's lines) and what
+// stops both.
+func (s *Suite) supervisedHypernova(ctx context.Context, targets []*target, script string, job []byte, dir string, info *HypernovaInfo) (*target, *os.File, func(), error) {
 	sdir := filepath.Join(dir, SetupSluice+"-supervised")
 	f, err := startSluice(ctx, ScenarioHypernova+"-"+SetupSluice+"-supervised", s.o.SluiceBin,
 		SluiceConfig{Command: s.o.Layout.workerArgv([]string{s.o.NodeBin, script}), Count: s.o.Workers, Env: hypernovaEnv}, sdir)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
-	defer s.keepFront(f)()
+	unkeepFront := s.keepFront(f)
 	// The supervised workers are sluice's children, each in a process
 	// group of its own: a pool without processes stands for them, its CPU
 	// theirs, the replaced ones' included; the front's is sluice's own.
 	sup := f.Procs[0].PID()
 	f.cpu = func() time.Duration { own, _ := supervisedCPU("/proc", sup); return own }
 	workers := &Pool{cpu: func() time.Duration { _, w := supervisedCPU("/proc", sup); return w }}
-	defer s.keep(workers)()
+	unkeep := s.keep(workers)
+	stop := func() { unkeep(); unkeepFront() }
 	t := &target{name: SetupSluice, url: f.URL, front: f, pool: workers, cap10: info.CapacityRPS}
 	for _, o := range targets {
 		if !slices.Contains(t.quiet, o.pool) {
@@ -317,45 +382,22 @@ func (s *Suite) hypernovaRestarts(ctx context.Context, targets []*target, script
 	}
 	// Warm them, through sluice, as the devMode workers were.
 	if _, err := CapacityPost(ctx, []string{f.URL + hypernovaPath}, CapacityClients*s.o.Workers, 2*time.Second, false, jsonType, job); err != nil {
-		return nil, err
+		stop()
+		return nil, nil, nil, err
 	}
 	info.Restart[SetupSluice] = "a sluice of its own supervising " + strconv.Itoa(s.o.Workers) + " workers (workers.command: node worker.js, count " + strconv.Itoa(s.o.Workers) +
 		", env NODE_ENV=production as the other setups' workers, every other key its default), rolled by POST /workers/restart on its admin listener; sluice starts each new worker, waits until it accepts a connection, then drains and stops the old one"
-	base, err := s.hypernovaRunOnce(ctx, t, HypernovaRestartMultiple, restartBaseline, load, job, nil)
-	if err != nil {
-		return nil, err
-	}
-	runs = append(runs, base)
 	logf, err := os.Open(filepath.Join(sdir, "sluice.log"))
 	if err != nil {
-		return nil, err
+		stop()
+		return nil, nil, nil, err
 	}
-	defer logf.Close()
 	if _, err := logf.Seek(0, io.SeekEnd); err != nil {
-		return nil, err
+		logf.Close()
+		stop()
+		return nil, nil, nil, err
 	}
-	r, err := s.hypernovaRunOnce(ctx, t, HypernovaRestartMultiple, restartPoint, load, job, func(ctx context.Context) error {
-		var out bytes.Buffer
-		status, err := post(ctx, newClient(5*time.Second), "http://"+f.Admin+"/workers/restart", "text/plain", nil, &out)
-		if err != nil {
-			return err
-		}
-		if status != http.StatusAccepted {
-			return fmt.Errorf("eval: POST /workers/restart: status %d: %s", status, out.String())
-		}
-		line, err := waitLog(ctx, logf, []string{"rolling restart done", "rolling restart failed"}, 100*time.Millisecond, load)
-		if err != nil {
-			return err
-		}
-		if !bytes.Contains([]byte(line), []byte("rolling restart done")) {
-			return fmt.Errorf("eval: sluice: %s", line)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return append(runs, r), nil
+	return t, logf, func() { logf.Close(); stop() }, nil
 }
 
 // restartable is a pool of renderers: its CPU time, and a restart.

@@ -137,6 +137,10 @@ type Options struct {
 	// HypernovaItems is the listing cards of scenario hypernova's page; 0
 	// means HypernovaItems (about 80 KB).
 	HypernovaItems int
+	// RestartRounds is how many times scenario hypernova rolls each
+	// front's workers (each roll beside a run without one, the fronts
+	// taking turns); 0 means 1. The table gives the median.
+	RestartRounds int
 	// HopBaseline is a second sluice binary that scenario hop-cpu, and the
 	// Node.js scenarios with their sluice family, measure
 	// beside SluiceBin (setup sluice-before): an older build, for a
@@ -187,6 +191,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.HypernovaWorker == "" {
 		o.HypernovaWorker = DefaultHypernovaWorker
+	}
+	if o.RestartRounds == 0 {
+		o.RestartRounds = 1
 	}
 	if o.NodeSetups == nil {
 		o.NodeSetups = NodeSetupFamilies()

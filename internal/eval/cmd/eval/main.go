@@ -104,6 +104,7 @@ func newSuiteFlagSet(stderr io.Writer) (*flag.FlagSet, *evalFlags) {
 	fs.StringVar(&f.nodeSetups, "node-setups", strings.Join(eval.NodeSetupFamilies(), ","), "comma-separated setup families of the Node.js scenarios")
 	fs.StringVar(&o.HypernovaWorker, "hypernova-worker", eval.DefaultHypernovaWorker, "scenario "+eval.ScenarioHypernova+"'s worker script (its npm ci done)")
 	fs.IntVar(&o.HypernovaItems, "hypernova-items", eval.HypernovaItems, "listing cards of "+eval.ScenarioHypernova+"'s page (about 3.4 KB each, up to 200)")
+	fs.IntVar(&o.RestartRounds, "restart-rounds", 1, "rolling restarts of each front in "+eval.ScenarioHypernova+" (each beside a run without one); the table gives the median")
 	fs.Float64Var(&o.HopRate, "hop-rate", eval.HopCPURate, "scenario "+eval.ScenarioHopCPU+": the fixed offered rate, requests per second")
 	fs.StringVar(&o.HopBaseline, "hop-baseline", "", "scenarios "+eval.ScenarioHopCPU+" and node-*: a second sluice binary measured beside -sluice (setup "+eval.HopBaseline+"), for a before/after in one run")
 	fs.StringVar(&f.layout, "layout", defaultLayout(), "where the workers run: "+eval.LayoutPinned+" (CPUs of their own, the upper half; the harness and the fronts on the rest; the default with 2 or more CPUs) or "+eval.LayoutShared+" (every process on every CPU, as in a pod)")
@@ -128,6 +129,10 @@ func suite(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	if r := f.o.NodeReactRenders; r < 1 || r > 50 {
 		fmt.Fprintf(stderr, "eval: -node-react-renders %d: want 1 to 50\n", r)
+		return 2
+	}
+	if r := f.o.RestartRounds; r < 1 || r > 20 {
+		fmt.Fprintf(stderr, "eval: -restart-rounds %d: want 1 to 20\n", r)
 		return 2
 	}
 	if f.nodeReactMix != "" {

@@ -25,6 +25,7 @@ func TestRunExitCodes(t *testing.T) {
 		{"rewrite with nothing to rewrite", []string{"-rewrite", "-out", t.TempDir()}, 0},
 		{"no render a request", []string{"-scenarios", "node-react", "-node-react-renders", "0", "-out", t.TempDir()}, 2},
 		{"too many renders a request", []string{"-scenarios", "node-react", "-node-react-renders", "51", "-out", t.TempDir()}, 2},
+		{"no restart round", []string{"-scenarios", "hypernova", "-restart-rounds", "0", "-out", t.TempDir()}, 2},
 		{"a query mix without a weight", []string{"-scenarios", "node-react", "-node-react-mix", "cards=10:x", "-out", t.TempDir()}, 2},
 		{"a query mix of weight 0", []string{"-scenarios", "node-react", "-node-react-mix", "cards=10:0", "-out", t.TempDir()}, 2},
 		{"rr-proxy without upstreams", []string{"rr-proxy", "-listen", "127.0.0.1:0"}, 2},
