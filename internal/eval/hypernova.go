@@ -234,14 +234,6 @@ var (
 // load without a restart, and the CPU the rest of the machine took during
 // each run (the noise); then sluice's figures over nginx -> HAProxy's.
 func HypernovaMarkdown(info HypernovaInfo, runs []*RunResult) string {
-	find := func(setup, point string) *RunResult {
-		for _, r := range runs {
-			if r.Setup == setup && r.Point == point && len(r.Reports) > 0 {
-				return r
-			}
-		}
-		return nil
-	}
 	findAll := func(setup, point string) []*RunResult {
 		var rs []*RunResult
 		for _, r := range runs {
@@ -250,6 +242,12 @@ func HypernovaMarkdown(info HypernovaInfo, runs []*RunResult) string {
 			}
 		}
 		return rs
+	}
+	find := func(setup, point string) *RunResult {
+		if rs := findAll(setup, point); len(rs) > 0 {
+			return rs[0]
+		}
+		return nil
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Capacity (closed loop, straight to the %d workers): %.1f/s. Goodput: 200s within the 1 s client timeout, per second (success share); p99 of successes.\n\n",
@@ -333,10 +331,7 @@ func lossCell(runs []*RunResult) string {
 	if len(loss) == 1 {
 		return fmt.Sprintf("%.1f%%", loss[0])
 	}
-	slices.Sort(loss)
-	n := len(loss)
-	med := (loss[(n-1)/2] + loss[n/2]) / 2
-	return fmt.Sprintf("%.1f%% median of %d (%.1f-%.1f%%)", med, n, loss[0], loss[n-1])
+	return fmt.Sprintf("%.1f%% median of %d (%.1f-%.1f%%)", Median(loss), len(loss), slices.Min(loss), slices.Max(loss))
 }
 
 func joinMultiples(ms []float64) string {
