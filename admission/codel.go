@@ -56,6 +56,10 @@ const (
 	// fewest arrivals it judges: a window that ends with fewer goes on.
 	regimeWindow   = 100 * time.Millisecond
 	regimeArrivals = 16
+
+	// For lullPace after a lull, what the slots finish does not lower the
+	// busy rate (see codel).
+	lullPace = time.Second
 )
 
 // codelFloor is the least sojourn judged standing, given the mean service
@@ -239,6 +243,21 @@ func overloadDepth(rho float64) float64 {
 // a second late (a Hypernova suite run's 1x, after the idle between its
 // phases, stood to the calm sojourn for 750 ms).
 //
+// Workers are slow for a while after an idle spell: a Node.js worker's
+// code, unused, is dropped by V8 and compiled again; caches are cold, the
+// CPU clocked down. Two Hypernova workers behind sluice, warm and
+// offered 0.8x of what they served, answered in 15-27 ms instead of 5-6 for
+// the first 0.8 s after 30 s idle, finishing 65-190/s of 280. The busy
+// rate followed that fall, so the arrivals, no faster than before, passed
+// 1.2 times it; the queue meanwhile stood to the calm sojourn and was
+// shed past it, those sheds turned the regime overloaded, and the floor
+// then shed the whole backlog at once: 7-9% of a 5 s load lost, where a
+// hand-tuned HAProxy's 500 ms queue served it all. So for lullPace (a
+// second) after a lull the busy rate does not fall: the pace the slots
+// kept before it still judges the arrivals, and a backlog of the slots'
+// warming is queued through as a stall's; an overload (arrivals past the
+// pace they kept) is judged as before.
+//
 // Under overload the floor's depth follows the overload. Twelve requests
 // keep the slots busy through a queue's random walk at capacity; past it
 // the arrivals refill the queue the faster the heavier the overload, and a
@@ -284,6 +303,8 @@ type codel struct {
 	// requests in windows that began and ended with a queue; 0 before the
 	// first.
 	busyRate float64
+	// paceUntil is when, after a lull, the busy rate may fall again.
+	paceUntil time.Time
 	// arrivalRate is the arrivals' rate, per second, smoothed over the
 	// windows judged; 0 before the first and after a lull.
 	arrivalRate float64
@@ -328,6 +349,7 @@ func (c *codel) roll(now time.Time, arrivals, admitted, sheds uint64, queued int
 			// folded in it held the smoothed rate a quarter down for the
 			// windows after; the next window's sets it afresh.
 			c.arrivalRate = 0
+			c.paceUntil = now.Add(lullPace)
 		default:
 			c.arrivalRate += (rate - c.arrivalRate) / 4
 		}
@@ -358,6 +380,8 @@ func (c *codel) roll(now time.Time, arrivals, admitted, sheds uint64, queued int
 				c.busyRate = r
 			case r > c.busyRate:
 				c.busyRate += (r - c.busyRate) / 2
+			case now.Before(c.paceUntil):
+				// Warming after a lull: not the slots' pace.
 			default:
 				c.busyRate += (r - c.busyRate) / 8
 			}

@@ -437,6 +437,36 @@ func TestCoDelOnsetByPacedGrowth(t *testing.T) {
 	}
 }
 
+// Slots are slow for a while after a lull (code compiled again, caches
+// cold): for lullPace what they finish does not lower the busy rate, so
+// that arrivals no faster than before, their backlog shed past the calm
+// sojourn, are not judged an overload whose floor would shed the rest.
+// A fall that outlasts it is followed as any other.
+func TestCoDelWarmingAfterALullIsNotOverload(t *testing.T) {
+	r := newRegimeWindows(10)
+	// The slots finish 200/s while the queue stands; 20 arrive a window.
+	r.windows(8, 20, 20, 0, 0)
+	r.now = r.now.Add(30 * time.Second)
+	r.window(16, 16, 0, 0) // the window that waited through the lull
+	// Half the pace, a quarter of the arrivals shed past the calm sojourn.
+	for i := range int(lullPace / regimeWindow) {
+		if r.window(20, 10, 5, 0) {
+			t.Fatalf("warming after a lull, window %d: overloaded, want calm", i+1)
+		}
+	}
+	if !r.windows(10, 20, 10, 5, 0) {
+		t.Error("the slots at half their pace for 1 s past lullPace, shedding: calm, want overloaded (a fall that lasts)")
+	}
+
+	// The same slowdown without a lull is followed at once: the arrivals
+	// pass 1.2 times the busy rate within half a second.
+	r = newRegimeWindows(10)
+	r.windows(8, 20, 20, 0, 0)
+	if !r.windows(5, 20, 10, 5, 0) {
+		t.Error("the slots at half their pace for 0.5 s, shedding, no lull: calm, want overloaded")
+	}
+}
+
 // At about capacity a queue that drifts past the calm sojourn is shed as
 // it passes it, and a window may see a fifth of its arrivals shed; that
 // alone is not an overload while arrivals come no faster than 1.2 times
