@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# idle-ab.sh: what a load that resumes after an idle spell costs, two
+# sluice builds side by side. Each build supervises two Hypernova workers of
+# its own (internal/eval/hypernova/worker.js, `npm ci` there first; every
+# other key its default), warmed by 5 s at 200/s; then each round gives
+# every build a turn, in an order reversed every other round: QUIET (15s)
+# idle, then RATE/s (280) of POST /batch for DUR (5s). A build's workers
+# thus rest QUIET plus the other's turn between two of its loads, long
+# enough for V8 to drop the code they no longer run.
+#
+#   go build -o /tmp/sluice ./cmd/sluice
+#   internal/eval/gap/idle-ab.sh /tmp/sluice-before /tmp/sluice
+#   RATE=250 ROUNDS=6 internal/eval/gap/idle-ab.sh /tmp/sluice-before /tmp/sluice
+#
+# A line per run gives the build (A, B), success %, p99, errors and
+# goodput/p99 (ms) of each 250 ms of the first 1.5 s by send time. Every
+# process shares the machine's cores, as the suite's Hypernova scenario
+# runs them. Loopback only; every process is ended by PID.
+set -euo pipefail
+A=${1:?usage: idle-ab.sh SLUICE_A SLUICE_B}
+B=${2:?usage: idle-ab.sh SLUICE_A SLUICE_B}
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
+work=$(mktemp -d)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+}
+trap cleanup EXIT
+printf '{"page":{"name":"Page","data":{"page":1,"items":23}}}' >"$work/job.json"
+load=(-method POST -body "@$work/job.json" -H "Content-Type: application/json")
+bins=("$A" "$B")
+for i in 0 1; do
+	port=$((4270 + 2 * i))
+	cat >"$work/sluice-$i.yaml" <<Y
+server: {listen: 127.0.0.1:$port}
+admin: {listen: 127.0.0.1:$((port + 1))}
+workers:
+  command: ["node", "$root/internal/eval/hypernova/worker.js"]
+  count: 2
+  env: {NODE_ENV: production}
+Y
+	"${bins[$i]}" serve -c "$work/sluice-$i.yaml" >"$work/sluice-$i.log" 2>&1 &
+	pids+=($!)
+done
+ready() { # admin port: how many of its workers are ready
+	curl -s "127.0.0.1:$1/stats" | python3 -c 'import json,sys; print(sum(w["state"] == "ready" for w in json.load(sys.stdin)["supervisor"]["workers"]))' 2>/dev/null || echo 0
+}
+for i in 0 1; do
+	for _ in $(seq 100); do
+		[ "$(ready $((4271 + 2 * i)))" = 2 ] && break
+		sleep 0.2
+	done
+	"$A" bench "${load[@]}" -rate 200 -duration 5s "http://127.0.0.1:$((4270 + 2 * i))/batch" >/dev/null 2>&1 # warm: V8's JIT
+done
+names=(A B)
+for r in $(seq "${ROUNDS:-6}"); do
+	order="0 1"
+	[ $((r % 2)) = 0 ] && order="1 0"
+	for i in $order; do
+		sleep "${QUIET:-15}"
+		"$A" bench "${load[@]}" -rate "${RATE:-280}" -duration "${DUR:-5s}" -json - "http://127.0.0.1:$((4270 + 2 * i))/batch" 2>/dev/null |
+			python3 -c 'import json,sys
+r=json.load(sys.stdin); d=r["total"]; s=r["series"]
+print(sys.argv[1], "succ", round(100*d["success_ratio"],1), "p99", round(d["latency"]["p99_ns"]/1e6), "ms", d.get("errors",{}), "first 1.5 s", " ".join("%d/%d" % (x["goodput_rps"], x["p99_ns"]/1e6) for x in s[:6]))' "${names[$i]}"
+	done
+done
