@@ -441,7 +441,8 @@ func TestCoDelOnsetByPacedGrowth(t *testing.T) {
 // cold): for lullPace what they finish does not lower the busy rate, so
 // that arrivals no faster than before, their backlog shed past the calm
 // sojourn, are not judged an overload whose floor would shed the rest.
-// A fall that outlasts it is followed as any other.
+// A fall that outlasts it is followed as any other. An overload after a
+// lull is judged by the queue's growth while the slots warm.
 func TestCoDelWarmingAfterALullIsNotOverload(t *testing.T) {
 	r := newRegimeWindows(10)
 	// The slots finish 200/s while the queue stands; 20 arrive a window.
@@ -456,6 +457,20 @@ func TestCoDelWarmingAfterALullIsNotOverload(t *testing.T) {
 	}
 	if !r.windows(10, 20, 10, 5, 0) {
 		t.Error("the slots at half their pace for 1 s past lullPace, shedding: calm, want overloaded (a fall that lasts)")
+	}
+
+	// An overload after a lull: 1.4x the pace kept before it, the slots
+	// at half that pace while they warm, nothing shed yet. The queue's
+	// growth judges its onset within three windows.
+	r = newRegimeWindows(10)
+	r.windows(8, 20, 20, 0, 0)
+	r.now = r.now.Add(30 * time.Second)
+	r.window(16, 16, 0, 0)
+	if r.windows(2, 28, 10, 0, 0) {
+		t.Error("1.4x after a lull for 0.2 s: overloaded, want calm (two windows of growth)")
+	}
+	if !r.window(28, 10, 0, 0) {
+		t.Error("1.4x after a lull for 0.3 s, the queue growing in every window while the slots warm: calm, want overloaded")
 	}
 
 	// The same slowdown without a lull is followed at once: the arrivals
