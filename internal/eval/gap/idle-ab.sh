@@ -3,7 +3,7 @@
 # sluice builds side by side. Each build supervises two Hypernova workers of
 # its own (internal/eval/hypernova/worker.js, `npm ci` there first; every
 # other key its default), warmed by 5 s at 200/s; then each round gives
-# every build a turn, in an order reversed every other round: QUIET (15s)
+# every front a turn, in an order reversed every other round: QUIET (15s)
 # idle, then RATE/s (280) of POST /batch for DUR (5s). A build's workers
 # thus rest QUIET plus the other's turn between two of its loads, long
 # enough for V8 to drop the code they no longer run.
@@ -11,8 +11,13 @@
 #   go build -o /tmp/sluice ./cmd/sluice
 #   internal/eval/gap/idle-ab.sh /tmp/sluice-before /tmp/sluice
 #   RATE=250 ROUNDS=6 internal/eval/gap/idle-ab.sh /tmp/sluice-before /tmp/sluice
+#   HAPROXY=1 RATE=250 internal/eval/gap/idle-ab.sh /tmp/sluice /tmp/sluice
 #
-# A line per run gives the build (A, B), success %, p99, errors and
+# HAPROXY=1 adds nginx -> HAProxy as the suite runs it (leastconn, maxconn
+# 1, a 500 ms queue, health checks POST /batch every second, fall 2 rise
+# 1, redispatch) over two workers of its own (H), a third turn each round.
+#
+# A line per run gives the front (A, B, H), success %, p99, errors and
 # goodput/p99 (ms) of each 250 ms of the first 1.5 s by send time. Every
 # process shares the machine's cores, as the suite's Hypernova scenario
 # runs them. Loopback only; every process is ended by PID.
@@ -53,13 +58,90 @@ for i in 0 1; do
 	done
 	"$A" bench "${load[@]}" -rate 200 -duration 5s "http://127.0.0.1:$((4270 + 2 * i))/batch" >/dev/null 2>&1 # warm: V8's JIT
 done
-names=(A B)
+names=(A B H)
+ports=(4270 4272 4280)
+turns=(0 1)
+if [ "${HAPROXY:-0}" = 1 ]; then
+	# nginx (4280) -> HAProxy (4281) -> workers 4282 and 4283.
+	for i in 0 1; do
+		PORT=$((4282 + i)) NODE_ENV=production node "$root/internal/eval/hypernova/worker.js" >"$work/hw-$i.log" 2>&1 &
+		pids+=($!)
+	done
+	cat >"$work/haproxy.cfg" <<Y
+global
+  maxconn 8000
+defaults
+  mode http
+  option abortonclose
+  timeout connect 2s
+  timeout client 30s
+  timeout server 30s
+  timeout http-keep-alive 65s
+  timeout queue 500ms
+frontend fe
+  bind 127.0.0.1:4281
+  default_backend workers
+backend workers
+  balance leastconn
+  option redispatch
+  retries 2
+  option httpchk
+  http-check send meth POST uri /batch hdr Content-Type application/json body '{"page":{"name":"Page","data":{"page":1,"items":1}}}'
+  http-check expect status 200
+  server w0 127.0.0.1:4282 maxconn 1 check inter 1s fall 2 rise 1
+  server w1 127.0.0.1:4283 maxconn 1 check inter 1s fall 2 rise 1
+Y
+	mkdir -p "$work/nginx"
+	cat >"$work/nginx.conf" <<Y
+daemon off;
+worker_processes auto;
+pid $work/nginx/nginx.pid;
+error_log $work/nginx/error.log warn;
+events { worker_connections 16384; }
+http {
+  access_log off;
+  client_body_temp_path $work/nginx/body;
+  proxy_temp_path $work/nginx/proxy;
+  fastcgi_temp_path $work/nginx/fastcgi;
+  uwsgi_temp_path $work/nginx/uwsgi;
+  scgi_temp_path $work/nginx/scgi;
+  keepalive_timeout 65s;
+  keepalive_requests 100000;
+  upstream haproxy { server 127.0.0.1:4281; keepalive 256; }
+  server {
+    listen 127.0.0.1:4280 backlog=4096;
+    location / {
+      proxy_pass http://haproxy;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_read_timeout 30s;
+    }
+  }
+}
+Y
+	for i in 0 1; do
+		for _ in $(seq 200); do
+			curl -sf -o /dev/null -X POST -H "Content-Type: application/json" --data "@$work/job.json" "127.0.0.1:$((4282 + i))/batch" && break
+			sleep 0.1
+		done
+	done
+	haproxy -f "$work/haproxy.cfg" >"$work/haproxy.log" 2>&1 &
+	pids+=($!)
+	nginx -c "$work/nginx.conf" -e "$work/nginx/error.log" >"$work/nginx.log" 2>&1 &
+	pids+=($!)
+	sleep 2 # HAProxy's first health checks
+	"$A" bench "${load[@]}" -rate 200 -duration 5s "http://127.0.0.1:4280/batch" >/dev/null 2>&1 # warm: V8's JIT
+	turns=(0 1 2)
+fi
 for r in $(seq "${ROUNDS:-6}"); do
-	order="0 1"
-	[ $((r % 2)) = 0 ] && order="1 0"
-	for i in $order; do
+	order=("${turns[@]}")
+	if [ $((r % 2)) = 0 ]; then
+		order=()
+		for ((k = ${#turns[@]} - 1; k >= 0; k--)); do order+=("${turns[$k]}"); done
+	fi
+	for i in "${order[@]}"; do
 		sleep "${QUIET:-15}"
-		"$A" bench "${load[@]}" -rate "${RATE:-280}" -duration "${DUR:-5s}" -json - "http://127.0.0.1:$((4270 + 2 * i))/batch" 2>/dev/null |
+		"$A" bench "${load[@]}" -rate "${RATE:-280}" -duration "${DUR:-5s}" -json - "http://127.0.0.1:${ports[$i]}/batch" 2>/dev/null |
 			python3 -c 'import json,sys
 r=json.load(sys.stdin); d=r["total"]; s=r["series"]
 print(sys.argv[1], "succ", round(100*d["success_ratio"],1), "p99", round(d["latency"]["p99_ns"]/1e6), "ms", d.get("errors",{}), "first 1.5 s", " ".join("%d/%d" % (x["goodput_rps"], x["p99_ns"]/1e6) for x in s[:6]))' "${names[$i]}"
