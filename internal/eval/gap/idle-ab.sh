@@ -32,6 +32,7 @@ cleanup() {
 	wait 2>/dev/null || true
 }
 trap cleanup EXIT
+. "$(dirname "${BASH_SOURCE[0]}")/nginx-haproxy.sh"
 printf '{"page":{"name":"Page","data":{"page":1,"items":23}}}' >"$work/job.json"
 load=(-method POST -body "@$work/job.json" -H "Content-Type: application/json")
 bins=("$A" "$B")
@@ -67,68 +68,13 @@ if [ "${HAPROXY:-0}" = 1 ]; then
 		PORT=$((4282 + i)) NODE_ENV=production node "$root/internal/eval/hypernova/worker.js" >"$work/hw-$i.log" 2>&1 &
 		pids+=($!)
 	done
-	cat >"$work/haproxy.cfg" <<Y
-global
-  maxconn 8000
-defaults
-  mode http
-  option abortonclose
-  timeout connect 2s
-  timeout client 30s
-  timeout server 30s
-  timeout http-keep-alive 65s
-  timeout queue 500ms
-frontend fe
-  bind 127.0.0.1:4281
-  default_backend workers
-backend workers
-  balance leastconn
-  option redispatch
-  retries 2
-  option httpchk
-  http-check send meth POST uri /batch hdr Content-Type application/json body '{"page":{"name":"Page","data":{"page":1,"items":1}}}'
-  http-check expect status 200
-  server w0 127.0.0.1:4282 maxconn 1 check inter 1s fall 2 rise 1
-  server w1 127.0.0.1:4283 maxconn 1 check inter 1s fall 2 rise 1
-Y
-	mkdir -p "$work/nginx"
-	cat >"$work/nginx.conf" <<Y
-daemon off;
-worker_processes auto;
-pid $work/nginx/nginx.pid;
-error_log $work/nginx/error.log warn;
-events { worker_connections 16384; }
-http {
-  access_log off;
-  client_body_temp_path $work/nginx/body;
-  proxy_temp_path $work/nginx/proxy;
-  fastcgi_temp_path $work/nginx/fastcgi;
-  uwsgi_temp_path $work/nginx/uwsgi;
-  scgi_temp_path $work/nginx/scgi;
-  keepalive_timeout 65s;
-  keepalive_requests 100000;
-  upstream haproxy { server 127.0.0.1:4281; keepalive 256; }
-  server {
-    listen 127.0.0.1:4280 backlog=4096;
-    location / {
-      proxy_pass http://haproxy;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_read_timeout 30s;
-    }
-  }
-}
-Y
 	for i in 0 1; do
 		for _ in $(seq 200); do
 			curl -sf -o /dev/null -X POST -H "Content-Type: application/json" --data "@$work/job.json" "127.0.0.1:$((4282 + i))/batch" && break
 			sleep 0.1
 		done
 	done
-	haproxy -f "$work/haproxy.cfg" >"$work/haproxy.log" 2>&1 &
-	pids+=($!)
-	nginx -c "$work/nginx.conf" -e "$work/nginx/error.log" >"$work/nginx.log" 2>&1 &
-	pids+=($!)
+	start_nginx_haproxy 4280 4281 4282 4283
 	sleep 2 # HAProxy's first health checks
 	"$A" bench "${load[@]}" -rate 200 -duration 5s "http://127.0.0.1:4280/batch" >/dev/null 2>&1 # warm: V8's JIT
 	turns=(0 1 2)

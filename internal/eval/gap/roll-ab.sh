@@ -49,6 +49,7 @@ await() { # admin port: until its two workers are ready, or 20 s
 	done
 }
 label() { local l=${1//\//_}; echo "${l//@/-}"; } # an entry's name in files and lines
+. "$(dirname "${BASH_SOURCE[0]}")/nginx-haproxy.sh"
 port=4140
 for e in "${modes[@]}"; do
 	m=$(label "$e") bin=$SLUICE
@@ -90,62 +91,7 @@ hroll() { # each worker stopped (SIGTERM), started again and waited for, in turn
 if [ "${HAPROXY:-0}" = 1 ]; then
 	hworker 0
 	hworker 1
-	cat >"$work/haproxy.cfg" <<Y
-global
-  maxconn 8000
-defaults
-  mode http
-  option abortonclose
-  timeout connect 2s
-  timeout client 30s
-  timeout server 30s
-  timeout http-keep-alive 65s
-  timeout queue 500ms
-frontend fe
-  bind 127.0.0.1:4131
-  default_backend workers
-backend workers
-  balance leastconn
-  option redispatch
-  retries 2
-  option httpchk
-  http-check send meth POST uri /batch hdr Content-Type application/json body '{"page":{"name":"Page","data":{"page":1,"items":1}}}'
-  http-check expect status 200
-  server w0 127.0.0.1:4132 maxconn 1 check inter 1s fall 2 rise 1
-  server w1 127.0.0.1:4133 maxconn 1 check inter 1s fall 2 rise 1
-Y
-	mkdir -p "$work/nginx"
-	cat >"$work/nginx.conf" <<Y
-daemon off;
-worker_processes auto;
-pid $work/nginx/nginx.pid;
-error_log $work/nginx/error.log warn;
-events { worker_connections 16384; }
-http {
-  access_log off;
-  client_body_temp_path $work/nginx/body;
-  proxy_temp_path $work/nginx/proxy;
-  fastcgi_temp_path $work/nginx/fastcgi;
-  uwsgi_temp_path $work/nginx/uwsgi;
-  scgi_temp_path $work/nginx/scgi;
-  keepalive_timeout 65s;
-  keepalive_requests 100000;
-  upstream haproxy { server 127.0.0.1:4131; keepalive 256; }
-  server {
-    listen 127.0.0.1:4130 backlog=4096;
-    location / {
-      proxy_pass http://haproxy;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_read_timeout 30s;
-    }
-  }
-}
-Y
-	haproxy -f "$work/haproxy.cfg" >"$work/haproxy.log" 2>&1 &
-	pids+=($!)
-	nginx -c "$work/nginx.conf" -e "$work/nginx/error.log" >"$work/nginx.log" 2>&1 &
-	pids+=($!)
+	start_nginx_haproxy 4130 4131 4132 4133
 	hready 0
 	hready 1
 fi
