@@ -32,31 +32,12 @@ cleanup() {
 	wait 2>/dev/null || true
 }
 trap cleanup EXIT
-. "$(dirname "${BASH_SOURCE[0]}")/nginx-haproxy.sh"
-printf '{"page":{"name":"Page","data":{"page":1,"items":23}}}' >"$work/job.json"
+. "$(dirname "${BASH_SOURCE[0]}")/hypernova.sh"
 load=(-method POST -body "@$work/job.json" -H "Content-Type: application/json")
-bins=("$A" "$B")
+start_supervised 0 "$A" 4270
+start_supervised 1 "$B" 4272
 for i in 0 1; do
-	port=$((4270 + 2 * i))
-	cat >"$work/sluice-$i.yaml" <<Y
-server: {listen: 127.0.0.1:$port}
-admin: {listen: 127.0.0.1:$((port + 1))}
-workers:
-  command: ["node", "$root/internal/eval/hypernova/worker.js"]
-  count: 2
-  env: {NODE_ENV: production}
-Y
-	"${bins[$i]}" serve -c "$work/sluice-$i.yaml" >"$work/sluice-$i.log" 2>&1 &
-	pids+=($!)
-done
-ready() { # admin port: how many of its workers are ready
-	curl -s "127.0.0.1:$1/stats" | python3 -c 'import json,sys; print(sum(w["state"] == "ready" for w in json.load(sys.stdin)["supervisor"]["workers"]))' 2>/dev/null || echo 0
-}
-for i in 0 1; do
-	for _ in $(seq 100); do
-		[ "$(ready $((4271 + 2 * i)))" = 2 ] && break
-		sleep 0.2
-	done
+	await $((4271 + 2 * i))
 	"$A" bench "${load[@]}" -rate 200 -duration 5s "http://127.0.0.1:$((4270 + 2 * i))/batch" >/dev/null 2>&1 # warm: V8's JIT
 done
 names=(A B H)
@@ -68,14 +49,10 @@ if [ "${HAPROXY:-0}" = 1 ]; then
 		PORT=$((4282 + i)) NODE_ENV=production node "$root/internal/eval/hypernova/worker.js" >"$work/hw-$i.log" 2>&1 &
 		pids+=($!)
 	done
-	for i in 0 1; do
-		for _ in $(seq 200); do
-			curl -sf -o /dev/null -X POST -H "Content-Type: application/json" --data "@$work/job.json" "127.0.0.1:$((4282 + i))/batch" && break
-			sleep 0.1
-		done
-	done
+	renders 4282
+	renders 4283
 	start_nginx_haproxy 4280 4281 4282 4283
-	sleep 2 # HAProxy's first health checks
+	renders 4280
 	"$A" bench "${load[@]}" -rate 200 -duration 5s "http://127.0.0.1:4280/batch" >/dev/null 2>&1 # warm: V8's JIT
 	turns=(0 1 2)
 fi

@@ -37,34 +37,14 @@ cleanup() {
 	wait 2>/dev/null || true
 }
 trap cleanup EXIT
-printf '{"page":{"name":"Page","data":{"page":1,"items":23}}}' >"$work/job.json"
+. "$(dirname "${BASH_SOURCE[0]}")/hypernova.sh"
 read -r -a modes <<<"${MODES:-surge replace}"
-ready() { # admin port: how many of its workers are ready
-	curl -s "127.0.0.1:$1/stats" | python3 -c 'import json,sys; print(sum(w["state"] == "ready" for w in json.load(sys.stdin)["supervisor"]["workers"]))' 2>/dev/null || echo 0
-}
-await() { # admin port: until its two workers are ready, or 20 s
-	for _ in $(seq 100); do
-		[ "$(ready "$1")" = 2 ] && return
-		sleep 0.2
-	done
-}
 label() { local l=${1//\//_}; echo "${l//@/-}"; } # an entry's name in files and lines
-. "$(dirname "${BASH_SOURCE[0]}")/nginx-haproxy.sh"
 port=4140
 for e in "${modes[@]}"; do
-	m=$(label "$e") bin=$SLUICE
+	bin=$SLUICE
 	[[ $e == *@* ]] && bin=${e#*@}
-	cat >"$work/sluice-$m.yaml" <<Y
-server: {listen: 127.0.0.1:$port}
-admin: {listen: 127.0.0.1:$((port + 1))}
-workers:
-  command: ["node", "$root/internal/eval/hypernova/worker.js"]
-  count: 2
-  roll: ${e%%@*}
-  env: {NODE_ENV: production}
-Y
-	"$bin" serve -c "$work/sluice-$m.yaml" >"$work/sluice-$m.log" 2>&1 &
-	pids+=($!)
+	start_supervised "$(label "$e")" "$bin" $port "${e%%@*}"
 	port=$((port + 2))
 done
 # nginx (4130) -> HAProxy (4131) -> workers 4132 and 4133.
@@ -72,12 +52,7 @@ hworker() { # i: start the HAProxy turn's worker i, its PID in hw-i.pid
 	PORT=$((4132 + $1)) NODE_ENV=production node "$root/internal/eval/hypernova/worker.js" >>"$work/hw-$1.log" 2>&1 &
 	echo $! >"$work/hw-$1.pid"
 }
-hready() { # i: until worker i renders a job, or 20 s
-	for _ in $(seq 200); do
-		curl -sf -o /dev/null -X POST -H "Content-Type: application/json" --data "@$work/job.json" "127.0.0.1:$((4132 + $1))/batch" && return
-		sleep 0.1
-	done
-}
+hready() { renders $((4132 + $1)); } # i: until worker i renders a job, or 20 s
 hroll() { # each worker stopped (SIGTERM), started again and waited for, in turn
 	local i p
 	for i in 0 1; do

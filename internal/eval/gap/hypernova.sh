@@ -1,6 +1,52 @@
-# nginx-haproxy.sh: nginx -> HAProxy in front of two Hypernova workers as
-# the suite's Hypernova scenario runs them, sourced by roll-ab.sh and
-# idle-ab.sh, which set work (a directory) and pids (the PIDs to end).
+# hypernova.sh: what roll-ab.sh and idle-ab.sh share, sourced by them once
+# they have set root (the repository), work (a directory) and pids (the
+# PIDs to end): a job for Hypernova's POST /batch, sluice supervising two
+# Hypernova workers, and nginx -> HAProxy in front of two workers as the
+# suite's Hypernova scenario runs them.
+
+printf '{"page":{"name":"Page","data":{"page":1,"items":23}}}' >"$work/job.json"
+
+# start_supervised NAME BINARY PORT [ROLL]: BINARY serve at PORT (its admin
+# at PORT+1) supervising two Hypernova workers (NODE_ENV=production, every
+# other key its default, workers.roll ROLL if given); config and log
+# $work/sluice-NAME.*, its PID added to pids.
+start_supervised() {
+	local name=$1 bin=$2 port=$3 roll=${4:-}
+	{
+		cat <<Y
+server: {listen: 127.0.0.1:$port}
+admin: {listen: 127.0.0.1:$((port + 1))}
+workers:
+  command: ["node", "$root/internal/eval/hypernova/worker.js"]
+  count: 2
+  env: {NODE_ENV: production}
+Y
+		if [ -n "$roll" ]; then echo "  roll: $roll"; fi
+	} >"$work/sluice-$name.yaml"
+	"$bin" serve -c "$work/sluice-$name.yaml" >"$work/sluice-$name.log" 2>&1 &
+	pids+=($!)
+}
+
+# ready ADMIN_PORT: how many of that sluice's workers are ready.
+ready() {
+	curl -s "127.0.0.1:$1/stats" | python3 -c 'import json,sys; print(sum(w["state"] == "ready" for w in json.load(sys.stdin)["supervisor"]["workers"]))' 2>/dev/null || echo 0
+}
+
+# await ADMIN_PORT: until that sluice's two workers are ready, or 20 s.
+await() {
+	for _ in $(seq 100); do
+		[ "$(ready "$1")" = 2 ] && return
+		sleep 0.2
+	done
+}
+
+# renders PORT: until what listens at PORT renders the job, or 20 s.
+renders() {
+	for _ in $(seq 200); do
+		curl -sf -o /dev/null -X POST -H "Content-Type: application/json" --data "@$work/job.json" "127.0.0.1:$1/batch" && return
+		sleep 0.1
+	done
+}
 
 # start_nginx_haproxy NGINX_PORT HAPROXY_PORT WORKER_PORT...: HAProxy at
 # HAPROXY_PORT (leastconn, maxconn 1 a worker, a 500 ms queue, health
