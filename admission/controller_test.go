@@ -286,6 +286,37 @@ func TestSaturationBypassesQueue(t *testing.T) {
 	})
 }
 
+// With CoDel, saturation refuses waiting only while the queue is judged
+// standing: at about capacity a CPU-bound process is saturated nearly all
+// the time, and a request that found the slots full in a burst is served
+// from a calm queue a moment later rather than shed.
+func TestSaturationWithCoDelShedsOnlyAStandingQueue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sat := signal(0.99)
+		c := newController(t, 1, admission.Options{Signal: &sat, CoDelTarget: 5 * time.Millisecond, SampleWindow: -1})
+		held := mustAcquire(t, c)
+		out := make(chan result, 2)
+		enqueue(context.Background(), c, 1, admission.Request{}, out)
+		enqueue(context.Background(), c, 2, admission.Request{}, out)
+		if st := c.Stats(); st.Queued != 2 || st.Shed.Total() != 0 {
+			t.Fatalf("saturated, calm: got queued %d shed %d, want 2 and 0", st.Queued, st.Shed.Total())
+		}
+		// Past the calm sojourn (250 ms) with two waiting, the next
+		// dispatch judges the queue standing.
+		time.Sleep(300 * time.Millisecond)
+		held.Release()
+		first := <-out
+		if first.err != nil || first.id != 1 {
+			t.Fatalf("got %d: %v, want 1 granted", first.id, first.err)
+		}
+		if _, err := c.Acquire(context.Background(), admission.Request{}); reasonOf(err) != admission.ReasonSaturated {
+			t.Fatalf("saturated, queue standing: got %v, want shed saturated", err)
+		}
+		first.p.Release()
+		(<-out).p.Release()
+	})
+}
+
 func TestQueueFullAndNoQueue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newController(t, 1, admission.Options{QueueSize: 2})

@@ -47,7 +47,10 @@ type Options struct {
 	// goroutines waiting for a P). While it
 	// is above MaxSaturation, requests that would have to wait are shed at
 	// once with ReasonSaturated instead of queueing: queueing behind a
-	// saturated process only adds latency.
+	// saturated process only adds latency. With CoDel, only while CoDel
+	// judges the queue standing: at about capacity a CPU-bound process is
+	// saturated nearly all the time, and a burst's requests are served
+	// from a calm queue a moment later.
 	Signal limit.Signal
 
 	// MaxSaturation is the saturation above which waiting is refused.
