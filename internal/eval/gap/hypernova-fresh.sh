@@ -9,12 +9,19 @@
 #
 #   go build -o /tmp/sluice ./cmd/sluice
 #   BIN=/tmp/sluice ITEMS=200 ROUNDS=4 internal/eval/gap/hypernova-fresh.sh
+#   BINS="/tmp/sluice-before /tmp/sluice" ITEMS=23 RATE1=300 D2=0 ROUNDS=6 internal/eval/gap/hypernova-fresh.sh
+#
+# BINS compares builds: each round starts each anew in turn, in an order
+# reversed every other round, over the same workers (D2=0: one phase).
+# IDLE (0) seconds pass between a front's readiness and its load, as the
+# suite's runs wait for a quiet machine before theirs.
 #
 # The defaults (ITEMS=200, 53/s then 105/s) are about 1x and 2x of two
 # workers rendering the whole page on this 2-core machine. Loopback only;
 # every process started is ended by PID.
 set -euo pipefail
-BIN=${BIN:?set BIN to a sluice binary}
+read -r -a bins <<<"${BINS:-${BIN:?set BIN to a sluice binary, or BINS to several}}"
+BIN=${bins[0]}
 root=$(cd "$(dirname "$0")/../../.." && pwd)
 work=$(mktemp -d)
 pids=()
@@ -43,25 +50,35 @@ upstreams:
     - {address: 127.0.0.1:4501}
     - {address: 127.0.0.1:4502}
 Y
+ramp="${RATE1:-53}:${D1:-5s}"
+[ "${D2:-5s}" != 0 ] && ramp="$ramp,${RATE2:-105}:${D2:-5s}"
 for r in $(seq "${ROUNDS:-3}"); do
-	"$BIN" serve -c "$work/front.yaml" >"$work/front.log" 2>&1 &
-	front=$!
-	for _ in $(seq 100); do
-		curl -sf -o /dev/null http://127.0.0.1:4503/__sluice/ready && break
-		sleep 0.05
-	done
-	"$BIN" bench -ramp "${RATE1:-53}:${D1:-5s},${RATE2:-105}:${D2:-5s}" -method POST \
-		-H 'Content-Type: application/json' -body "$body" -json "$work/out.json" \
-		"http://127.0.0.1:4503/batch" >/dev/null 2>&1
-	kill "$front"
-	wait "$front" 2>/dev/null || true
-	python3 - "$work/out.json" "$r" <<'P'
+	order=("${bins[@]}")
+	if [ $((r % 2)) = 0 ]; then
+		order=()
+		for ((k = ${#bins[@]} - 1; k >= 0; k--)); do order+=("${bins[$k]}"); done
+	fi
+	for bin in "${order[@]}"; do
+		"$bin" serve -c "$work/front.yaml" >"$work/front.log" 2>&1 &
+		front=$!
+		for _ in $(seq 100); do
+			curl -sf -o /dev/null http://127.0.0.1:4503/__sluice/ready && break
+			sleep 0.05
+		done
+		sleep "${IDLE:-0}"
+		"$BIN" bench -ramp "$ramp" -method POST \
+			-H 'Content-Type: application/json' -body "$body" -json "$work/out.json" \
+			"http://127.0.0.1:4503/batch" >/dev/null 2>&1
+		kill "$front"
+		wait "$front" 2>/dev/null || true
+		python3 - "$work/out.json" "$r" "$bin" <<'P'
 import json, sys
 d = json.load(open(sys.argv[1]))
 phases = ", ".join("%s %.1f/s %.1f%% p99 %d" % (p["name"], p["stats"]["goodput_rps"], 100 * p["stats"]["success_ratio"],
                    p["stats"]["latency"]["p99_ns"] / 1e6) for p in d["phases"])
-print("round", sys.argv[2] + ":", phases)
+print("round", sys.argv[2], sys.argv[3] + ":", phases)
 print("  ", " ".join("%d/%d/%d" % (x["goodput_rps"], x["errors_rps"], x["p99_ns"] / 1e6) for x in d["series"]))
 P
-	sleep 3
+		sleep 3
+	done
 done
