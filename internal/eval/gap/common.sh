@@ -1,9 +1,10 @@
-# common.sh: what async-ab.sh, fresh-ab.sh, hypernova-ab.sh, lookahead-ab.sh, next-ab.sh
-# and shift-ab.sh share, sourced by them: the two builds to compare (BIN_A
-# and BIN_B, unless the script takes a list in BINS), a work directory,
-# every process started ended by PID on exit (and waited for, so that a run
-# after it finds its ports free), the async workers, and the fronts, on
-# FRONT_CPUS (0; empty: on every CPU, as the shared layout runs them).
+# common.sh: what async-ab.sh, fresh-ab.sh, hypernova-ab.sh, lib-ab.sh,
+# lookahead-ab.sh, next-ab.sh and shift-ab.sh share, sourced by them: the
+# two builds to compare (BIN_A and BIN_B, unless the script takes a list in
+# BINS), a work directory, every process started ended by PID on exit (and
+# waited for, so that a run after it finds its ports free), the async
+# workers, and the fronts, on FRONT_CPUS (0; empty: on every CPU, as the
+# shared layout runs them).
 if [ -z "${BINS:-}" ]; then
 	BIN_A=${BIN_A:?set BIN_A to a sluice binary}
 	BIN_B=${BIN_B:?set BIN_B to a sluice binary}

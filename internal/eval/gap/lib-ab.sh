@@ -22,16 +22,10 @@
 # server, rate, success %, goodput/s, p99 of the successes, errors.
 # Loopback only; every process is ended by PID.
 set -euo pipefail
-A=${1:?usage: lib-ab.sh EVAL_A EVAL_B}
-B=${2:?usage: lib-ab.sh EVAL_A EVAL_B}
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
-work=$(mktemp -d)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-}
-trap cleanup EXIT
+BIN_A=${1:?usage: lib-ab.sh EVAL_A EVAL_B}
+BIN_B=${2:?usage: lib-ab.sh EVAL_A EVAL_B}
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh" # root, work, pids and their end
+A=$BIN_A B=$BIN_B
 units=${UNITS:-38000}
 names=(A B P)
 ports=(4301 4302 4303)
