@@ -487,10 +487,10 @@ func (c *Controller) admitNowLocked(tenant string, cost int64) bool {
 // With CoDel, saturation refuses waiting only while CoDel judges the
 // queue standing. At about capacity a CPU-bound process is saturated
 // nearly all the time while its arrivals still come in bursts and lulls:
-// refusing every request that found the slots full there shed 7.5% of a
-// load at exactly capacity (the library face in the suite, where plain
-// net/http served all of it), which a queue within CoDel's calm sojourn
-// serves. Under an overload the queue stands at CoDel's floor, and
+// refusing every request that found the slots full there shed 5-17% of
+// a load at about capacity (the library face, internal/eval/gap/lib-ab.sh;
+// plain net/http served all of it), which a queue within CoDel's calm
+// sojourn serves. Under an overload the queue stands at CoDel's floor, and
 // saturation then sheds at once what would wait to be shed by CoDel.
 // REQUIRES c.mu held.
 func (c *Controller) mayWaitLocked(ctx context.Context) error {

@@ -5,8 +5,7 @@
 # in library mode; with PLAIN=1 a third runs the same app on plain net/http
 # (P: it renders every request its clients gave up on, a backlog that takes
 # the CPU from the turn after it, so read its neighbours' lines with care).
-# Each
-# round gives every server a turn at every rate in RATES, in an order
+# Each round gives every server a turn at every rate in RATES, in an order
 # reversed every other round, each DUR (5s) of open-loop load with a 1 s
 # client timeout. The eval binaries carry the library (its lib-server), so
 # they are what is compared:
