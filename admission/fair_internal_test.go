@@ -293,6 +293,18 @@ func newRegimeWindows(queued int) *regimeWindows {
 	return r
 }
 
+// afterLull returns regime windows whose slots finished 200/s while a
+// queue of 10 stood, 20 arriving a window, for eight windows, and then
+// idled for lull: its clock is at the end of the window that waited
+// through the lull for its 16 arrivals.
+func afterLull(lull time.Duration) *regimeWindows {
+	r := newRegimeWindows(10)
+	r.windows(8, 20, 20, 0, 0)
+	r.now = r.now.Add(lull)
+	r.window(16, 16, 0, 0)
+	return r
+}
+
 // window ends a window in which arrived requests came, admits were
 // admitted, shed were shed, and the requests held grew by held; it reports
 // whether the regime is then overloaded.
@@ -416,10 +428,7 @@ func TestCoDelOnsetByPacedGrowth(t *testing.T) {
 
 	// After a lull of 10 s, the window that waited for its arrivals does
 	// not hold the arrivals' smoothed rate down: 1.3x is judged as soon.
-	r = newRegimeWindows(10)
-	r.windows(8, 20, 20, 0, 0)
-	r.now = r.now.Add(10 * time.Second)
-	r.window(16, 16, 0, 0)
+	r = afterLull(10 * time.Second)
 	if !r.windows(4, 26, 20, 0, 0) {
 		t.Error("1.3x for 0.4 s after a lull, the queue growing in every window: calm, want overloaded")
 	}
@@ -444,11 +453,7 @@ func TestCoDelOnsetByPacedGrowth(t *testing.T) {
 // A fall that outlasts it is followed as any other. An overload after a
 // lull is judged by the queue's growth while the slots warm.
 func TestCoDelWarmingAfterALullIsNotOverload(t *testing.T) {
-	r := newRegimeWindows(10)
-	// The slots finish 200/s while the queue stands; 20 arrive a window.
-	r.windows(8, 20, 20, 0, 0)
-	r.now = r.now.Add(30 * time.Second)
-	r.window(16, 16, 0, 0) // the window that waited through the lull
+	r := afterLull(30 * time.Second)
 	// Half the pace, a quarter of the arrivals shed past the calm sojourn.
 	for i := range int(lullPace / regimeWindow) {
 		if r.window(20, 10, 5, 0) {
@@ -462,10 +467,7 @@ func TestCoDelWarmingAfterALullIsNotOverload(t *testing.T) {
 	// An overload after a lull: 1.4x the pace kept before it, the slots
 	// at half that pace while they warm, nothing shed yet. The queue's
 	// growth judges its onset within three windows.
-	r = newRegimeWindows(10)
-	r.windows(8, 20, 20, 0, 0)
-	r.now = r.now.Add(30 * time.Second)
-	r.window(16, 16, 0, 0)
+	r = afterLull(30 * time.Second)
 	if r.windows(2, 28, 10, 0, 0) {
 		t.Error("1.4x after a lull for 0.2 s: overloaded, want calm (two windows of growth)")
 	}
